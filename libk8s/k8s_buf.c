@@ -1,0 +1,111 @@
+#include "k8s_buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void k8s_buf_init(struct k8s_buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+    b->max = max;
+}
+
+void k8s_buf_done(struct k8s_buf *b)
+{
+    if (!b)
+        return;
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+}
+
+void k8s_buf_reset(struct k8s_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+static int grow(struct k8s_buf *b, size_t extra)
+{
+    if (extra > b->max || b->len > b->max - extra) {
+        k8s_buf_done(b);
+        return -K8S_ETOOBIG;
+    }
+    size_t need = b->len + extra + 1;
+    if (need <= b->alloc)
+        return 0;
+    size_t n = b->alloc ? b->alloc : 256;
+    while (n < need)
+        n *= 2;
+    char *p = realloc(b->data, n);
+    if (!p) {
+        k8s_buf_done(b);
+        return -K8S_ENOMEM;
+    }
+    b->data = p;
+    b->alloc = n;
+    return 0;
+}
+
+int k8s_buf_append(struct k8s_buf *b, const void *p, size_t n)
+{
+    int r = grow(b, n);
+    if (r < 0)
+        return r;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int k8s_buf_appends(struct k8s_buf *b, const char *s)
+{
+    return k8s_buf_append(b, s, strlen(s));
+}
+
+int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        k8s_buf_done(b);
+        return -K8S_EINVAL;
+    }
+    int r = grow(b, (size_t)n);
+    if (r < 0)
+        return r;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+char *k8s_buf_take(struct k8s_buf *b, size_t *ret_len)
+{
+    char *p = b->data;
+    size_t len = b->len;
+    if (!p) {
+        p = strdup("");
+        len = 0;
+    }
+    b->data = NULL;
+    b->len = 0;
+    b->alloc = 0;
+    if (p && ret_len)
+        *ret_len = len;
+    return p;
+}
+
+const char *k8s_buf_str(const struct k8s_buf *b)
+{
+    return b->data ? b->data : "";
+}

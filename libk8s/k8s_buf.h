@@ -1,0 +1,43 @@
+/*
+ * k8s_buf — a growable byte buffer with a hard size cap (curl's dynbuf).
+ *
+ * The buffer is always NUL-terminated after its contents (the terminator is
+ * not counted in len and not counted against the cap). On any failure the
+ * buffer frees its memory and resets to empty, so callers never clean up
+ * half-built data; appends report -K8S_ETOOBIG past the cap, -K8S_ENOMEM when
+ * allocation fails.
+ *
+ * Thread-safety: none; a buffer belongs to one thread at a time.
+ */
+#ifndef K8S_BUF_H
+#define K8S_BUF_H
+
+#include <stddef.h>
+
+#include "k8s_err.h"
+
+struct k8s_buf {
+    char *data; /* NULL while empty */
+    size_t len;
+    size_t alloc;
+    size_t max; /* cap on len */
+};
+
+void k8s_buf_init(struct k8s_buf *b, size_t max);
+/* Free the contents; the buffer is empty and reusable. NULL-safe. */
+void k8s_buf_done(struct k8s_buf *b);
+/* Keep the memory, drop the contents. */
+void k8s_buf_reset(struct k8s_buf *b);
+
+int k8s_buf_append(struct k8s_buf *b, const void *p, size_t n) K8S_MUST_CHECK;
+int k8s_buf_appends(struct k8s_buf *b, const char *s) K8S_MUST_CHECK;
+int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...) K8S_PRINTF(2, 3) K8S_MUST_CHECK;
+
+/* Hand the contents out (caller frees with free(); never NULL unless OOM:
+ * an empty buffer yields ""). The buffer is reset to empty. */
+char *k8s_buf_take(struct k8s_buf *b, size_t *ret_len);
+
+/* Contents as a C string; "" while empty. Borrowed until the next call. */
+const char *k8s_buf_str(const struct k8s_buf *b);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * k8s_codec — base64 and SHA-256 through OpenSSL (no hand-written codecs).
+ *
+ * Thread-safety: all functions are reentrant.
+ */
+#ifndef K8S_CODEC_H
+#define K8S_CODEC_H
+
+#include <stddef.h>
+
+#include "k8s_err.h"
+
+/* Standard base64 (RFC 4648, padded, no line breaks) of in[0..n).
+ * Returns new NUL-terminated string (free()), NULL on OOM. */
+char *k8s_base64_encode(const void *in, size_t n, size_t *ret_len);
+
+/* Decode standard base64 (whitespace ignored). Returns new buffer (free()),
+ * NUL-terminated for convenience, length in *ret_len; NULL when malformed
+ * or on OOM. */
+unsigned char *k8s_base64_decode(const char *in, size_t n, size_t *ret_len);
+
+/* Lower-case hex SHA-256 of in[0..n) into out (65 bytes incl. NUL). */
+void k8s_sha256_hex(const void *in, size_t n, char out[static 65]);
+
+#endif

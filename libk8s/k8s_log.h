@@ -1,0 +1,38 @@
+/*
+ * k8s_log — JSON-lines logging to stderr, for the edges of the programs
+ * (request handlers, reconcile loops, main). Library modules never log.
+ *
+ * Each call writes exactly one line with a single write(2), so lines from
+ * concurrent threads never interleave. Fields: "ts" (RFC 3339, microseconds,
+ * UTC), "level", "msg", then the caller's fields in insertion order.
+ *
+ * Globals: the level (set once in main, read atomically) and the output fd.
+ * Thread-safety: all functions may be called from any thread.
+ */
+#ifndef K8S_LOG_H
+#define K8S_LOG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "k8s_err.h"
+
+enum k8s_log_level {
+    K8S_LOG_ERROR = 0,
+    K8S_LOG_WARN = 1,
+    K8S_LOG_INFO = 2, /* default: one line per admission / reconcile outcome */
+    K8S_LOG_DEBUG = 3,
+    K8S_LOG_TRACE = 4,
+};
+
+void k8s_log_set_level(int level);
+/* Redirect output (default 2). For tests. */
+void k8s_log_set_fd(int fd);
+bool k8s_log_enabled(int level);
+
+/* Log msg with the fields of `fields` (steals the reference; may be NULL). */
+void k8s_log_json(int level, const char *msg, json_t *fields);
+/* printf-style message with no extra fields. */
+void k8s_logf(int level, const char *fmt, ...) K8S_PRINTF(2, 3);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * k8s_time — clocks, RFC 3339 timestamps and Go duration syntax.
+ *
+ * Thread-safety: all functions are reentrant.
+ */
+#ifndef K8S_TIME_H
+#define K8S_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "k8s_err.h"
+
+#define K8S_NSEC_PER_SEC 1000000000LL
+#define K8S_NSEC_PER_MSEC 1000000LL
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+int64_t k8s_mono_ns(void);
+/* CLOCK_REALTIME in nanoseconds. */
+int64_t k8s_real_ns(void);
+
+/* Format t as "YYYY-MM-DDTHH:MM:SSZ" (UTC) into out (>= 21 bytes). */
+void k8s_time_rfc3339(time_t t, char out[static 21]);
+
+/* Parse an RFC 3339 timestamp (offsets and fractions allowed) to UTC
+ * seconds. -K8S_EPARSE when malformed; *ret untouched on failure. */
+int k8s_time_parse_rfc3339(const char *s, time_t *ret) K8S_MUST_CHECK;
+
+/* Parse a Go time.Duration string ("300ms", "1h30m", "-1.5h", "0") into
+ * nanoseconds. -K8S_EINVAL (with a message naming the input) when
+ * malformed or out of range; *ret_ns untouched on failure. */
+int k8s_duration_parse(const char *s, int64_t *ret_ns, struct k8s_error *reterr) K8S_MUST_CHECK;
+
+#endif

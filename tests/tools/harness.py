@@ -1,0 +1,156 @@
+"""Run the real webhook binary on loopback over real TLS, for integration tests.
+
+Certificates are made with the openssl command line in a temporary
+directory; requests go through Python's ssl + http.client (an independent
+TLS 1.2/1.3 client). Everything is bounded in time.
+"""
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+
+BIN_DIR = os.environ.get("MLD_BIN_DIR", os.path.join(os.path.dirname(__file__), "../../build/bin"))
+FIXTURES = os.environ.get("MLD_FIXTURES", os.path.join(os.path.dirname(__file__), "../fixtures"))
+WEBHOOK = os.path.join(BIN_DIR, "mldiagnostics-webhook")
+SANITIZED = bool(os.environ.get("MLD_SANITIZE"))
+SLOW = 4 if SANITIZED else 1  # sanitizer builds are slower: scale waits
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def make_cert(directory, name="tls", cn="localhost", days=30, key_type="ec"):
+    """Self-signed serving certificate for localhost/127.0.0.1; returns (crt, key)."""
+    crt = os.path.join(directory, name + ".crt")
+    key = os.path.join(directory, name + ".key")
+    newkey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"] if key_type == "ec" \
+        else ["-newkey", "rsa:2048"]
+    subprocess.run(["openssl", "req", "-x509", *newkey, "-nodes", "-keyout", key, "-out", crt,
+                    "-days", str(days), "-subj", "/CN=" + cn,
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=30)
+    return crt, key
+
+
+def fixture(*parts):
+    with open(os.path.join(FIXTURES, *parts), "rb") as f:
+        return f.read()
+
+
+class Webhook:
+    """The webhook process. Use as a context manager."""
+
+    def __init__(self, *args, cert_dir=None, env=None, wait_ready=True):
+        self.tmp = tempfile.mkdtemp(prefix="mld-wh-")
+        self.cert_dir = cert_dir or self.tmp
+        if cert_dir is None:
+            self.crt, self.key = make_cert(self.tmp)
+        else:
+            self.crt = os.path.join(cert_dir, "tls.crt")
+            self.key = os.path.join(cert_dir, "tls.key")
+        self.port = free_port()
+        self.args = [WEBHOOK, "--standalone", "--bind-address", "127.0.0.1",
+                     "--port", str(self.port), "--tls-cert-file", self.crt,
+                     "--tls-key-file", self.key, *args]
+        self.log_path = os.path.join(self.tmp, "webhook.log")
+        self.env = {**os.environ, **(env or {})}
+        self.wait_ready = wait_ready
+        self.proc = None
+
+    def __enter__(self):
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        if self.wait_ready:
+            self.wait_healthy()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout * SLOW)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if hasattr(self, "log"):
+            self.log.close()
+        return self.proc.returncode if self.proc else None
+
+    def logs(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def log_lines(self):
+        out = []
+        for line in self.logs().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def context(self):
+        ctx = ssl.create_default_context(cafile=self.crt)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        return ctx
+
+    def connect(self, timeout=10):
+        return http.client.HTTPSConnection("127.0.0.1", self.port, context=self.context(),
+                                           timeout=timeout * SLOW)
+
+    def wait_healthy(self, timeout=10):
+        deadline = time.time() + timeout * SLOW
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("webhook exited: %s\n%s" % (self.proc.returncode, self.logs()))
+            try:
+                status, _, _ = self.request("GET", "/healthz", timeout=1)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("webhook not healthy in time:\n" + self.logs())
+
+    def request(self, method, path, body=None, headers=None, timeout=10, conn=None):
+        own = conn is None
+        c = conn or self.connect(timeout)
+        try:
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            data = r.read()
+            return r.status, dict(r.getheaders()), data
+        finally:
+            if own:
+                c.close()
+
+    def review(self, review, conn=None, path="/mutate?timeout=10s"):
+        """POST an AdmissionReview; returns (response dict, patch list or None)."""
+        body = review if isinstance(review, (bytes, str)) else json.dumps(review)
+        status, headers, data = self.request("POST", path, body,
+                                             {"Content-Type": "application/json"}, conn=conn)
+        if status != 200:
+            raise AssertionError("HTTP %d: %s" % (status, data[:300]))
+        doc = json.loads(data)
+        resp = doc["response"]
+        patch = None
+        if "patch" in resp:
+            patch = json.loads(base64.b64decode(resp["patch"]))
+        return doc, patch

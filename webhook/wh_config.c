@@ -1,0 +1,136 @@
+#include "wh_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "k8s_flags.h"
+#include "k8s_time.h"
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+void wh_config_init(struct wh_config *cfg)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    *cfg = (struct wh_config){
+        .port = 8443,
+        .bind_address = "0.0.0.0",
+        .tls_cert_file = env_or("CERT_PATH", "/etc/webhook/certs/tls.crt"),
+        .tls_key_file = env_or("KEY_PATH", "/etc/webhook/certs/tls.key"),
+        .metrics_bind_address = "",
+        .max_request_bytes = 8 << 20,
+        .shutdown_timeout_ns = 10 * K8S_NSEC_PER_SEC,
+        .request_timeout_ns = 10 * K8S_NSEC_PER_SEC,
+        .max_connections = 1024,
+        .threads = ncpu > 0 ? ncpu : 2,
+        .budget_ns = 2 * K8S_NSEC_PER_SEC,
+        .cluster_name = env_or("CLUSTER_NAME", ""),
+        .cluster_domain = env_or("KUBERNETES_CLUSTER_DOMAIN", "cluster.local"),
+        .otel_collector_name = "opentelemetry-collector",
+        .otel_collector_namespace = "gke-managed-otel",
+        .skip_containers_flag = "istio-proxy,linkerd-proxy",
+        .kubeconfig = "",
+        .verbosity = 2,
+    };
+}
+
+#define SEC K8S_NSEC_PER_SEC
+
+static void flag_table(struct wh_config *c, struct k8s_flag out[24])
+{
+    const struct k8s_flag t[] = {
+        {"port", K8S_FLAG_INT, &c->port, "HTTPS port (default 8443)", 1, 65535},
+        {"bind-address", K8S_FLAG_STRING, &c->bind_address, "listen address (default 0.0.0.0)"},
+        {"tls-cert-file", K8S_FLAG_STRING, &c->tls_cert_file,
+         "serving certificate (PEM); default $CERT_PATH, then /etc/webhook/certs/tls.crt"},
+        {"tls-key-file", K8S_FLAG_STRING, &c->tls_key_file,
+         "private key (PEM); default $KEY_PATH, then /etc/webhook/certs/tls.key"},
+        {"metrics-bind-address", K8S_FLAG_STRING, &c->metrics_bind_address,
+         "plain-HTTP /metrics, /healthz, /readyz listener, e.g. :8080 (default off)"},
+        {"max-request-bytes", K8S_FLAG_BYTES, &c->max_request_bytes,
+         "request body cap, larger bodies get 413 (default 8Mi)", 1024, 1LL << 30},
+        {"shutdown-timeout", K8S_FLAG_DURATION, &c->shutdown_timeout_ns,
+         "drain time after SIGTERM (default 10s)", 0, 3600 * SEC},
+        {"request-timeout", K8S_FLAG_DURATION, &c->request_timeout_ns,
+         "close connections idle or stalled this long (default 10s)", SEC, 3600 * SEC},
+        {"max-connections", K8S_FLAG_INT, &c->max_connections,
+         "concurrent connection cap (default 1024)", 1, 65536},
+        {"threads", K8S_FLAG_INT, &c->threads, "server threads (default: CPUs)", 1, 256},
+        {"admission-budget", K8S_FLAG_DURATION, &c->budget_ns,
+         "internal deadline for one admission decision (default 2s)", SEC / 1000, 25 * SEC},
+        {"cluster-name", K8S_FLAG_STRING, &c->cluster_name,
+         "cluster name (wins over $CLUSTER_NAME)"},
+        {"otel-collector-name", K8S_FLAG_STRING, &c->otel_collector_name,
+         "OTEL_COLLECTOR_NAME (default opentelemetry-collector)"},
+        {"otel-collector-namespace", K8S_FLAG_STRING, &c->otel_collector_namespace,
+         "OTEL_COLLECTOR_NAMESPACE (default gke-managed-otel)"},
+        {"skip-containers", K8S_FLAG_STRING, &c->skip_containers_flag,
+         "containers never injected (replaces the default istio-proxy,linkerd-proxy)"},
+        {"standalone", K8S_FLAG_BOOL, &c->standalone,
+         "no API server: decide from the pod's own labels"},
+        {"kubeconfig", K8S_FLAG_STRING, &c->kubeconfig,
+         "kubeconfig for out-of-cluster use (default in-cluster service account)"},
+        {"v", K8S_FLAG_INT, &c->verbosity, "log level 0 error .. 4 trace (default 2)", 0, 10},
+        {NULL},
+    };
+    memcpy(out, t, sizeof(t));
+}
+
+int wh_config_parse_flags(struct wh_config *cfg, int argc, char **argv, int *argi,
+                          struct k8s_error *reterr)
+{
+    struct k8s_flag t[24];
+    flag_table(cfg, t);
+    return k8s_flags_parse(t, argc, argv, argi, reterr);
+}
+
+void wh_config_usage(const struct wh_config *cfg)
+{
+    struct k8s_flag t[24];
+    flag_table((struct wh_config *)cfg, t);
+    k8s_flags_usage(stdout, t);
+}
+
+int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr)
+{
+    free(cfg->skip_store);
+    cfg->n_skip = 0;
+    cfg->skip_store = strdup(cfg->skip_containers_flag);
+    if (!cfg->skip_store)
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    char *save = NULL;
+    for (char *t = strtok_r(cfg->skip_store, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        if (cfg->n_skip == WH_MAX_SKIP)
+            return k8s_error_set(reterr, -K8S_EINVAL,
+                                 "--skip-containers: more than %d names", WH_MAX_SKIP);
+        cfg->skip[cfg->n_skip++] = t;
+    }
+    if (!*cfg->otel_collector_name || !*cfg->otel_collector_namespace)
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             "--otel-collector-name and --otel-collector-namespace must be set");
+    if (!*cfg->cluster_domain)
+        return k8s_error_set(reterr, -K8S_EINVAL, "KUBERNETES_CLUSTER_DOMAIN is empty");
+    return 0;
+}
+
+void wh_config_done(struct wh_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->skip_store);
+    cfg->skip_store = NULL;
+    cfg->n_skip = 0;
+}
+
+bool wh_config_skips(const struct wh_config *cfg, const char *name)
+{
+    for (size_t i = 0; i < cfg->n_skip; i++)
+        if (!strcmp(cfg->skip[i], name))
+            return true;
+    return false;
+}

@@ -1,0 +1,69 @@
+/*
+ * wh_config — the webhook's settings: flags, then environment, then
+ * defaults (DESIGN §3). Parsed once in main; read-only afterwards, so any
+ * thread may read it without locking.
+ *
+ * Strings are borrowed from argv/environ or static defaults, except the
+ * skip list, which wh_config_done frees.
+ */
+#ifndef WH_CONFIG_H
+#define WH_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "k8s_err.h"
+
+#define WH_MAX_SKIP 32
+
+struct wh_config {
+    /* server */
+    int64_t port;
+    const char *bind_address;
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *metrics_bind_address; /* "" = off */
+    int64_t max_request_bytes;
+    int64_t shutdown_timeout_ns;
+    int64_t request_timeout_ns; /* slow-client cutoff per connection */
+    int64_t max_connections;
+    int64_t threads;
+    int64_t budget_ns; /* whole admission decision */
+    /* injection */
+    const char *cluster_name; /* "" = unknown */
+    const char *cluster_domain;
+    const char *otel_collector_name;
+    const char *otel_collector_namespace;
+    const char *skip_containers_flag;
+    char *skip_store;
+    const char *skip[WH_MAX_SKIP];
+    size_t n_skip;
+    /* API access */
+    bool standalone;
+    const char *kubeconfig;
+    int64_t verbosity;
+};
+
+/* Defaults, then environment (CERT_PATH, KEY_PATH, CLUSTER_NAME,
+ * KUBERNETES_CLUSTER_DOMAIN), ready for flag parsing. */
+void wh_config_init(struct wh_config *cfg);
+
+/* Parse server flags from argv[*argi..]; see k8s_flags_parse for the
+ * return values (1 = help requested). */
+int wh_config_parse_flags(struct wh_config *cfg, int argc, char **argv, int *argi,
+                          struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* Split the skip list and check cross-field rules. -K8S_EINVAL naming the
+ * flag on failure. */
+int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* Print the flag table. */
+void wh_config_usage(const struct wh_config *cfg);
+
+void wh_config_done(struct wh_config *cfg);
+
+/* true when name is in the --skip-containers list. */
+bool wh_config_skips(const struct wh_config *cfg, const char *name);
+
+#endif

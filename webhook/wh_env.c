@@ -1,0 +1,309 @@
+#include "wh_env.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_buf.h"
+#include "k8s_jsonpatch.h"
+#include "wh_warn.h"
+
+#define ATTRS_VAR "OTEL_RESOURCE_ATTRIBUTES"
+
+bool wh_env_references(const char *value, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = value; p && *p; p++) {
+        if (p[0] != '$')
+            continue;
+        if (p[1] == '$') {
+            p++;
+            continue;
+        }
+        if (p[1] != '(')
+            continue;
+        const char *close = strchr(p + 2, ')');
+        if (!close)
+            return false;
+        if ((size_t)(close - (p + 2)) == n && !strncmp(p + 2, name, n))
+            return true;
+        p = close;
+    }
+    return false;
+}
+
+static int add_var(struct wh_envset *s, const char *name, const char *value,
+                   const char *field_path)
+{
+    struct wh_env_var *v = &s->v[s->n++];
+    v->name = name;
+    v->field_path = field_path;
+    v->value = value ? strdup(value) : NULL;
+    return value && !v->value ? -K8S_ENOMEM : 0;
+}
+
+/* Our OTEL_RESOURCE_ATTRIBUTES: our attributes, plus rl.run.id when an
+ * rl.* key is present without one (RL metrics and the ML run share an id). */
+static char *default_attrs_value(const struct wh_envset *set)
+{
+    char *v = wh_attrs_format(&set->attrs);
+    if (!v || !set->run_id[0] || !wh_attrs_has_prefix(&set->attrs, "rl.") ||
+        wh_attrs_get(&set->attrs, "rl.run.id"))
+        return v;
+    char *w = NULL;
+    if (asprintf(&w, "%s,rl.run.id=%s", v, set->run_id) < 0)
+        w = NULL;
+    free(v);
+    return w;
+}
+
+int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
+                    const struct wh_identity *id, const char *service_name,
+                    struct wh_attrs *attrs)
+{
+    memset(set, 0, sizeof(*set));
+    char endpoint[600];
+    snprintf(endpoint, sizeof(endpoint),
+             "$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc.%s:4317",
+             cfg->cluster_domain);
+    set->attrs = *attrs;
+    wh_attrs_init(attrs);
+    snprintf(set->run_id, sizeof(set->run_id), "%s", id->run_id);
+    char *attr_value = default_attrs_value(set);
+    int r = attr_value ? 0 : -K8S_ENOMEM;
+    r = r ? r : add_var(set, "GKE_DIAGON_IDENTIFIER", id->identifier, NULL);
+    r = r ? r : add_var(set, "GKE_DIAGON_METADATA", id->metadata, NULL);
+    r = r ? r : add_var(set, "OTEL_RESOURCE_ATTRIBUTES_POD_NAME", NULL, "metadata.name");
+    r = r ? r : add_var(set, "OTEL_RESOURCE_ATTRIBUTES_POD_UID", NULL, "metadata.uid");
+    r = r ? r : add_var(set, "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME", NULL, "spec.nodeName");
+    r = r ? r : add_var(set, "OTEL_COLLECTOR_NAME", cfg->otel_collector_name, NULL);
+    r = r ? r : add_var(set, "OTEL_COLLECTOR_NAMESPACE", cfg->otel_collector_namespace, NULL);
+    r = r ? r : add_var(set, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL);
+    r = r ? r : add_var(set, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL);
+    r = r ? r : add_var(set, "OTEL_SERVICE_NAME", service_name, NULL);
+    r = r ? r : add_var(set, ATTRS_VAR, attr_value, NULL);
+    free(attr_value);
+    if (r < 0)
+        wh_envset_done(set);
+    return r;
+}
+
+void wh_envset_done(struct wh_envset *set)
+{
+    if (!set)
+        return;
+    for (size_t i = 0; i < set->n; i++)
+        free(set->v[i].value);
+    wh_attrs_done(&set->attrs);
+    memset(set, 0, sizeof(*set));
+}
+
+json_t *wh_env_var_json(const struct wh_env_var *v)
+{
+    if (v->value)
+        return json_pack("{s:s, s:s}", "name", v->name, "value", v->value);
+    return json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", v->name, "valueFrom", "fieldRef",
+                     "apiVersion", "v1", "fieldPath", v->field_path);
+}
+
+json_t *wh_envset_json(const struct wh_envset *set)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < set->n; i++)
+        if (json_array_append_new(arr, wh_env_var_json(&set->v[i])) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    return arr;
+}
+
+/* ---------- one container ---------- */
+
+struct entry {
+    const char *name;  /* NULL for entries without a string name */
+    const char *value; /* literal value, NULL for valueFrom */
+};
+
+struct plan {
+    const struct wh_envset *set;
+    struct entry *user; /* the container's env, possibly with a merged value */
+    size_t n_user;
+    size_t slot[WH_ENV_MAX]; /* insert before user[slot]; n_user = at the end; SIZE_MAX = present */
+    char *merged;            /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
+};
+
+static bool user_has(const struct plan *p, const char *name)
+{
+    for (size_t i = 0; i < p->n_user; i++)
+        if (p->user[i].name && !strcmp(p->user[i].name, name))
+            return true;
+    return false;
+}
+
+static bool refs(const char *value, const char *name)
+{
+    return value && name && wh_env_references(value, name);
+}
+
+/* Slot of each new variable: just before the first user variable that
+ * needs it (directly or through our other variables), else at the end.
+ * Returns false when a user variable needs ours while ours needs a later
+ * user variable (then everything goes at the end). */
+static bool place(struct plan *p)
+{
+    const struct wh_envset *s = p->set;
+    size_t earliest[WH_ENV_MAX] = {0};
+    for (size_t j = 0; j < s->n; j++) {
+        p->slot[j] = user_has(p, s->v[j].name) ? SIZE_MAX : p->n_user;
+        for (size_t i = 0; p->slot[j] != SIZE_MAX && i < p->n_user; i++) {
+            if (refs(s->v[j].value, p->user[i].name))
+                earliest[j] = i + 1;
+            if (refs(p->user[i].value, s->v[j].name) && i < p->slot[j])
+                p->slot[j] = i;
+        }
+        for (size_t k = 0; k < j; k++)
+            if (p->slot[k] != SIZE_MAX && refs(s->v[j].value, s->v[k].name) &&
+                earliest[k] > earliest[j])
+                earliest[j] = earliest[k];
+    }
+    for (size_t j = s->n; j-- > 0;) /* a dependency goes no later than its dependent */
+        for (size_t k = 0; k < j; k++)
+            if (p->slot[j] != SIZE_MAX && p->slot[k] != SIZE_MAX &&
+                refs(s->v[j].value, s->v[k].name) && p->slot[j] < p->slot[k])
+                p->slot[k] = p->slot[j];
+    bool ok = true;
+    for (size_t j = 0; j < s->n; j++)
+        if (p->slot[j] != SIZE_MAX && earliest[j] > p->slot[j])
+            ok = false;
+    for (size_t j = 0; !ok && j < s->n; j++)
+        if (p->slot[j] != SIZE_MAX)
+            p->slot[j] = p->n_user;
+    return ok;
+}
+
+static json_t *var_json(const struct plan *p, size_t j)
+{
+    return wh_env_var_json(&p->set->v[j]);
+}
+
+/* Emit the "add" operations in ascending final position. */
+static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int *added)
+{
+    struct k8s_buf path;
+    k8s_buf_init(&path, 4096);
+    size_t inserted = 0;
+    int r = 0;
+    for (size_t i = 0; i <= p->n_user && r == 0; i++)
+        for (size_t j = 0; j < p->set->n && r == 0; j++) {
+            if (p->slot[j] != i)
+                continue;
+            k8s_buf_reset(&path);
+            r = k8s_buf_printf(&path, "%s/env", cpath);
+            if (r == 0)
+                r = i == p->n_user ? k8s_jsonptr_push_end(&path)
+                                   : k8s_jsonptr_push_index(&path, i + inserted);
+            if (r == 0)
+                r = k8s_jsonpatch_append_new(patch, "add", k8s_buf_str(&path), var_json(p, j));
+            inserted++;
+            (*added)++;
+        }
+    k8s_buf_done(&path);
+    return r;
+}
+
+/* Our attributes plus rl.run.id when the union with the user's keys has an
+ * rl.* key but no rl.run.id. */
+static char *merge_value(const struct wh_envset *s, const char *user, json_t *warnings,
+                         const char *cname)
+{
+    struct wh_attrs theirs, ours;
+    wh_attrs_init(&theirs);
+    wh_attrs_init(&ours);
+    char *out = NULL;
+    if (wh_attrs_parse(&theirs, user, "", NULL) < 0)
+        goto out_done;
+    for (size_t i = 0; i < s->attrs.n; i++)
+        if (wh_attrs_set(&ours, s->attrs.kv[i].key, s->attrs.kv[i].value) < 0)
+            goto out_done;
+    bool rl = wh_attrs_has_prefix(&theirs, "rl.") || wh_attrs_has_prefix(&ours, "rl.");
+    bool has_id = wh_attrs_get(&theirs, "rl.run.id") || wh_attrs_get(&ours, "rl.run.id");
+    if (rl && !has_id && s->run_id[0] && wh_attrs_set(&ours, "rl.run.id", s->run_id) < 0)
+        goto out_done;
+    if (rl && !has_id && !s->run_id[0])
+        wh_warnf(warnings, "container %s: rl.run.id not added: the ML run id is unknown", cname);
+    out = wh_attrs_merge_into(user, &ours);
+out_done:
+    wh_attrs_done(&theirs);
+    wh_attrs_done(&ours);
+    return out;
+}
+
+/* Merge into a user's OTEL_RESOURCE_ATTRIBUTES at user[idx]. */
+static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const char *cname,
+                            json_t *patch, json_t *warnings, int *added)
+{
+    if (!p->user[idx].value) {
+        wh_warnf(warnings, "container %s: " ATTRS_VAR " comes from valueFrom; not merged", cname);
+        return 0;
+    }
+    p->merged = merge_value(p->set, p->user[idx].value, warnings, cname);
+    if (!p->merged)
+        return -K8S_ENOMEM;
+    if (!strcmp(p->merged, p->user[idx].value))
+        return 0;
+    p->user[idx].value = p->merged;
+    char path[600];
+    snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, idx);
+    (*added)++;
+    return k8s_jsonpatch_append_new(patch, "replace", path, json_string(p->merged));
+}
+
+static int whole_env(const struct wh_envset *set, const char *cpath, json_t *patch, int *added)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/env", cpath);
+    json_t *all = wh_envset_json(set);
+    if (!all)
+        return -K8S_ENOMEM;
+    *added += (int)set->n;
+    return k8s_jsonpatch_append_new(patch, "add", path, all);
+}
+
+int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
+                 bool merge, json_t *patch, json_t *warnings, int *ret_added)
+{
+    const char *cname = json_string_value(json_object_get(container, "name"));
+    const json_t *env = json_object_get(container, "env");
+    *ret_added = 0;
+    if (!env || json_is_null(env))
+        return whole_env(set, cpath, patch, ret_added);
+    if (!json_is_array(env)) {
+        wh_warnf(warnings, "container %s: env is not a list; not injected", cname);
+        return 0;
+    }
+    struct plan p = {.set = set, .n_user = json_array_size(env)};
+    p.user = calloc(p.n_user + 1, sizeof(*p.user));
+    if (!p.user)
+        return -K8S_ENOMEM;
+    size_t attrs_idx = SIZE_MAX;
+    for (size_t i = 0; i < p.n_user; i++) {
+        const json_t *e = json_array_get(env, i);
+        p.user[i].name = json_string_value(json_object_get(e, "name"));
+        p.user[i].value = json_string_value(json_object_get(e, "value"));
+        if (p.user[i].name && !strcmp(p.user[i].name, ATTRS_VAR) && attrs_idx == SIZE_MAX)
+            attrs_idx = i;
+    }
+    int r = 0;
+    if (attrs_idx != SIZE_MAX && merge)
+        r = merge_user_attrs(&p, attrs_idx, cpath, cname, patch, warnings, ret_added);
+    if (r == 0 && !place(&p))
+        wh_warnf(warnings,
+                 "container %s: env references form a cycle with injected variables; "
+                 "appended at the end",
+                 cname);
+    if (r == 0)
+        r = emit_adds(&p, cpath, patch, ret_added);
+    free(p.merged);
+    free(p.user);
+    return r;
+}

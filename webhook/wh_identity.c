@@ -1,0 +1,182 @@
+#include "wh_identity.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_buf.h"
+#include "k8s_time.h"
+#include "wh_warn.h"
+
+#define A_IDENTIFIER "diagon.gke.io/identifier"
+#define A_METADATA "diagon.gke.io/metadata"
+
+const char *wh_cluster_short(const char *cluster)
+{
+    const char *slash = strrchr(cluster, '/');
+    return slash ? slash + 1 : cluster;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *wh_sorted_labels(const json_t *labels)
+{
+    size_t n = json_object_size(labels), i = 0;
+    const char **keys = calloc(n ? n : 1, sizeof(*keys));
+    if (!keys)
+        return NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)labels, k, v) keys[i++] = k;
+    qsort(keys, n, sizeof(*keys), cmp_str);
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    int r = 0;
+    for (i = 0; i < n && r == 0; i++) {
+        const char *val = json_string_value(json_object_get(labels, keys[i]));
+        r = k8s_buf_printf(&b, "%s%s=%s", i ? "," : "", keys[i], val ? val : "");
+    }
+    free(keys);
+    return r < 0 ? NULL : k8s_buf_take(&b, NULL);
+}
+
+static json_t *identifier_json(const struct wh_workload *w, const char *cluster, json_t *warnings)
+{
+    json_t *o = json_pack("{s:s, s:s}", "metadata.name", w->name, "metadata.kind", w->kind);
+    if (!o)
+        return NULL;
+    if (*cluster)
+        json_object_set_new(o, "clustername", json_string(cluster));
+    else
+        wh_warnf(warnings, "cluster name unknown: GKE_DIAGON_IDENTIFIER omits clustername "
+                       "(set --cluster-name or CLUSTER_NAME)");
+    if (*w->ns)
+        json_object_set_new(o, "namespace", json_string(w->ns));
+    return o;
+}
+
+static json_t *metadata_json(const struct wh_workload *w, json_t *warnings)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    if (*w->parent)
+        json_object_set_new(o, "parent-workload", json_string(w->parent));
+    if (*w->created)
+        json_object_set_new(o, "creation-timestamp", json_string(w->created));
+    if (w->labels) {
+        char *l = wh_sorted_labels(w->labels);
+        if (!l) {
+            json_decref(o);
+            return NULL;
+        }
+        json_object_set_new(o, "associated-labels", json_string(l));
+        free(l);
+    }
+    if (!*w->created || !w->labels) {
+        wh_warnf(warnings, "GKE_DIAGON_METADATA omits %s: %s",
+                 !*w->created && !w->labels ? "creation-timestamp and associated-labels"
+                 : !*w->created             ? "creation-timestamp"
+                                            : "associated-labels",
+                 w->unknown_why[0] ? w->unknown_why : "unknown");
+    }
+    return o;
+}
+
+static char *dump(json_t *o)
+{
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *warnings,
+                      struct wh_identity *ret)
+{
+    struct wh_identity id = {0};
+    id.identifier = dump(identifier_json(w, cluster, warnings));
+    id.metadata = dump(metadata_json(w, warnings));
+    if (!id.identifier || !id.metadata) {
+        wh_identity_done(&id);
+        return -K8S_ENOMEM;
+    }
+    wh_run_id(id.identifier, id.metadata, id.run_id, sizeof(id.run_id));
+    *ret = id;
+    return 0;
+}
+
+int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret)
+{
+    const char *ident = wh_meta_annotation(pod_meta, A_IDENTIFIER);
+    const char *meta = wh_meta_annotation(pod_meta, A_METADATA);
+    if (!ident || !meta)
+        return -K8S_ENOTFOUND;
+    struct wh_identity id = {.identifier = strdup(ident), .metadata = strdup(meta)};
+    if (!id.identifier || !id.metadata) {
+        wh_identity_done(&id);
+        return -K8S_ENOMEM;
+    }
+    wh_run_id(id.identifier, id.metadata, id.run_id, sizeof(id.run_id));
+    *ret = id;
+    return 0;
+}
+
+void wh_identity_done(struct wh_identity *id)
+{
+    if (!id)
+        return;
+    free(id->identifier);
+    free(id->metadata);
+    id->identifier = id->metadata = NULL;
+}
+
+/* Append s lower-cased, runs of [^a-z0-9] collapsed to one '-'. */
+static void sanitize_into(char *out, size_t cap, size_t *len, const char *s)
+{
+    for (; *s && *len + 1 < cap; s++) {
+        char c = (char)tolower((unsigned char)*s);
+        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (ok)
+            out[(*len)++] = c;
+        else if (*len > 0 && out[*len - 1] != '-')
+            out[(*len)++] = '-';
+    }
+    out[*len] = '\0';
+}
+
+bool wh_run_id(const char *identifier_json, const char *metadata_json, char *out, size_t cap)
+{
+    out[0] = '\0';
+    json_t *id = json_loads(identifier_json, 0, NULL);
+    json_t *md = json_loads(metadata_json, 0, NULL);
+    const char *cluster = json_string_value(json_object_get(id, "clustername"));
+    const char *ns = json_string_value(json_object_get(id, "namespace"));
+    const char *kind = json_string_value(json_object_get(id, "metadata.kind"));
+    const char *name = json_string_value(json_object_get(id, "metadata.name"));
+    const char *ts = json_string_value(json_object_get(md, "creation-timestamp"));
+    time_t t;
+    bool ok = cluster && *cluster && ns && *ns && kind && *kind && name && *name && ts &&
+              k8s_time_parse_rfc3339(ts, &t) == 0;
+    if (ok) {
+        char stamp[32];
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+        const char *parts[] = {wh_cluster_short(cluster), ns, kind, name, stamp};
+        size_t len = 0;
+        for (size_t i = 0; i < 5; i++) {
+            if (i)
+                sanitize_into(out, cap, &len, "-");
+            sanitize_into(out, cap, &len, parts[i]);
+        }
+        while (len > 0 && out[len - 1] == '-')
+            out[--len] = '\0';
+    }
+    json_decref(id);
+    json_decref(md);
+    return ok;
+}

@@ -1,0 +1,117 @@
+/*
+ * mldiagnostics-webhook — entry point: `serve` (the default), `inject`
+ * (offline), `version`. Parses flags, wires the modules together, owns
+ * the signal handling and the process exit code. Logs at the edge.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_log.h"
+#include "k8s_metrics.h"
+#include "k8s_time.h"
+#include "wh_config.h"
+#include "wh_inject.h"
+#include "wh_server.h"
+#include "wh_tls.h"
+
+static void usage(const struct wh_config *cfg)
+{
+    printf("Usage: mldiagnostics-webhook [serve] [flags]\n"
+           "       mldiagnostics-webhook inject -f FILE|- [--patch|--explain] [flags]\n"
+           "       mldiagnostics-webhook version\n\n"
+           "The ML Diagnostics injection webhook: gives every pod of a labelled ML workload\n"
+           "its ML Diagnostics identity and OpenTelemetry settings.\n\nServe flags:\n");
+    wh_config_usage(cfg);
+}
+
+/* Block the stop signals in every thread; main waits for them. */
+static void block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static int run_server(struct wh_config *cfg, struct wh_tls *tls, struct k8s_metrics *m,
+                      const sigset_t *stop_set)
+{
+    struct wh_server_deps deps = {.cfg = cfg, .tls = tls, .metrics = m};
+    struct wh_server *srv = NULL;
+    struct k8s_error err = {0};
+    if (wh_server_new(&deps, &srv) < 0 || wh_server_start(srv, &err) < 0) {
+        k8s_log_json(K8S_LOG_ERROR, "cannot start the server",
+                     json_pack("{s:s}", "error", err.message));
+        wh_server_free(srv);
+        return 1;
+    }
+    k8s_log_json(K8S_LOG_INFO, "serving",
+                 json_pack("{s:s, s:i, s:b, s:s, s:s}", "address", cfg->bind_address, "port",
+                           wh_server_port(srv), "standalone", cfg->standalone, "cluster",
+                           cfg->cluster_name, "version", MLD_VERSION));
+    int sig = 0;
+    sigwait(stop_set, &sig);
+    int64_t deadline = k8s_mono_ns() + cfg->shutdown_timeout_ns;
+    k8s_log_json(K8S_LOG_INFO, "draining", json_pack("{s:s}", "signal", strsignal(sig)));
+    wh_server_drain(srv);
+    int left = wh_server_wait(srv, deadline);
+    k8s_log_json(left ? K8S_LOG_WARN : K8S_LOG_INFO, "stopped",
+                 json_pack("{s:i}", "unanswered", left));
+    wh_server_free(srv);
+    return 0;
+}
+
+static int serve(int argc, char **argv, int argi)
+{
+    struct wh_config cfg;
+    struct k8s_error err = {0};
+    wh_config_init(&cfg);
+    int r = wh_config_parse_flags(&cfg, argc, argv, &argi, &err);
+    if (r == 1) {
+        usage(&cfg);
+        return 0;
+    }
+    if (r == 0 && argi < argc)
+        r = k8s_error_set(&err, -K8S_EINVAL, "unexpected argument: %s", argv[argi]);
+    if (r == 0)
+        r = wh_config_finish(&cfg, &err);
+    if (r < 0) {
+        fprintf(stderr, "mldiagnostics-webhook: %s (see --help)\n", err.message);
+        wh_config_done(&cfg);
+        return 2;
+    }
+    k8s_log_set_level((int)cfg.verbosity);
+    sigset_t stop_set;
+    block_signals(&stop_set);
+    struct wh_tls *tls = NULL;
+    if (wh_tls_new(cfg.tls_cert_file, cfg.tls_key_file, &tls, &err) < 0) {
+        k8s_log_json(K8S_LOG_ERROR, "cannot load the serving certificate",
+                     json_pack("{s:s}", "error", err.message));
+        wh_config_done(&cfg);
+        return 1;
+    }
+    struct k8s_metrics *m = k8s_metrics_new();
+    r = m ? run_server(&cfg, tls, m, &stop_set) : 1;
+    k8s_metrics_free(m);
+    wh_tls_free(tls);
+    wh_config_done(&cfg);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    const char *cmd = argc > 1 ? argv[1] : "serve";
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("mldiagnostics-webhook %s\n", MLD_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "inject"))
+        return wh_inject_main(argc, argv, 2);
+    if (!strcmp(cmd, "serve"))
+        return serve(argc, argv, 2);
+    return serve(argc, argv, 1);
+}

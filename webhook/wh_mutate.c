@@ -1,0 +1,505 @@
+#include "wh_mutate.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_buf.h"
+#include "k8s_codec.h"
+#include "k8s_jsonpatch.h"
+#include "k8s_time.h"
+#include "wh_attrs.h"
+#include "wh_env.h"
+#include "wh_identity.h"
+#include "wh_policy.h"
+#include "wh_warn.h"
+
+struct target {
+    const json_t *c;
+    char path[320]; /* JSON Pointer of the container */
+    const char *name;
+};
+
+/* Everything one admission needs, gathered before the patch is built. */
+struct ctx {
+    const struct wh_config *cfg;
+    const struct wh_lookup *lk;
+    const struct wh_mutate_in *in;
+    struct wh_mutate_out *out;
+    const json_t *meta;   /* the pod's metadata (may be NULL) */
+    const json_t *spec;
+    json_t *ns_meta;      /* namespace metadata, NULL when unknown */
+    struct wh_workload wl;
+    struct target *t; /* one slot per container and init container */
+    size_t nt, cap;
+};
+
+static const char *str_at(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+K8S_PRINTF(2, 3) static void set_reason(struct wh_mutate_out *out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+    va_end(ap);
+}
+
+/* ---------- shape and targets ---------- */
+
+static bool shape_ok(struct ctx *x)
+{
+    const json_t *pod = x->in->pod;
+    x->meta = json_object_get(pod, "metadata");
+    x->spec = json_object_get(pod, "spec");
+    const char *bad = !json_is_object(pod)                                  ? "pod is not an object"
+                      : x->meta && !json_is_object(x->meta)                 ? "metadata is not an object"
+                      : !json_is_object(x->spec)                            ? "spec is missing"
+                      : !json_is_array(json_object_get(x->spec, "containers")) ? "spec.containers is not a list"
+                                                                            : NULL;
+    if (!bad)
+        return true;
+    set_reason(x->out, "unexpected pod shape: %s", bad);
+    wh_warnf(x->out->warnings, "mldiagnostics: not injected: %s", bad);
+    return false;
+}
+
+/* Is name in the comma-separated list? */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        while (*p == ',' || isspace((unsigned char)*p))
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *t = e;
+        while (t > p && isspace((unsigned char)t[-1]))
+            t--;
+        if ((size_t)(t - p) == n && n && !strncmp(p, name, n))
+            return true;
+        p = e;
+    }
+    return false;
+}
+
+static void add_targets(struct ctx *x, const char *field, bool sidecars_only, const char *only)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(x->spec, field), i, c)
+    {
+        const char *name = str_at(c, "name");
+        if (!json_is_object(c) || !name || x->nt == x->cap)
+            continue;
+        if (sidecars_only && !(str_at(c, "restartPolicy") &&
+                               !strcmp(str_at(c, "restartPolicy"), "Always")))
+            continue; /* a plain init container: runs to completion before the app */
+        if (wh_config_skips(x->cfg, name) || (only && !in_list(only, name)))
+            continue;
+        struct target *t = &x->t[x->nt++];
+        t->c = c;
+        t->name = name;
+        snprintf(t->path, sizeof(t->path), "%s/spec/%s/%zu", x->in->path, field, i);
+    }
+}
+
+/* Names in diagon.gke.io/inject-containers that match nothing. */
+static void warn_unmatched(struct ctx *x, const char *only)
+{
+    char *copy = strdup(only), *save = NULL;
+    for (char *n = copy ? strtok_r(copy, ", ", &save) : NULL; n; n = strtok_r(NULL, ", ", &save)) {
+        bool found = false;
+        for (size_t i = 0; i < x->nt && !found; i++)
+            found = !strcmp(x->t[i].name, n);
+        if (!found)
+            wh_warnf(x->out->warnings,
+                     WH_ANN_CONTAINERS ": \"%s\" is not an injectable container of this pod", n);
+    }
+    free(copy);
+}
+
+static int find_targets(struct ctx *x)
+{
+    const char *only = wh_meta_annotation(x->meta, WH_ANN_CONTAINERS);
+    x->cap = json_array_size(json_object_get(x->spec, "containers")) +
+             json_array_size(json_object_get(x->spec, "initContainers"));
+    x->t = calloc(x->cap ? x->cap : 1, sizeof(*x->t));
+    if (!x->t)
+        return -K8S_ENOMEM;
+    add_targets(x, "containers", false, only);
+    add_targets(x, "initContainers", true, only);
+    if (only)
+        warn_unmatched(x, only);
+    return 0;
+}
+
+/* ---------- decision ---------- */
+
+static void lookup_namespace(struct ctx *x, char *why, size_t cap)
+{
+    struct k8s_error err = {0};
+    int r = wh_lookup_meta(x->lk, "Namespace", "", x->in->ns, x->in->deadline_ns, &x->ns_meta,
+                           &err);
+    if (r == 0)
+        return;
+    if (!x->lk)
+        snprintf(why, cap, "standalone: namespace %s not looked up", x->in->ns);
+    else
+        snprintf(why, cap, "lookup of namespace %s: %s", x->in->ns,
+                 err.message[0] ? err.message : k8s_strerror(r));
+}
+
+static int decide(struct ctx *x)
+{
+    const struct wh_workload *w = x->in->workload;
+    if (!w) {
+        if (wh_workload_resolve(x->in->pod, x->in->ns, x->lk, x->in->now, x->in->deadline_ns,
+                                &x->wl) < 0)
+            return -K8S_ENOMEM;
+        w = &x->wl;
+    }
+    snprintf(x->out->workload, sizeof(x->out->workload), "%s/%s", w->kind, w->name);
+    char ns_why[200] = "";
+    if (!x->in->workload)
+        lookup_namespace(x, ns_why, sizeof(ns_why));
+    struct wh_decision d = wh_policy_decide(
+        x->meta, w, x->ns_meta ? json_object_get(x->ns_meta, "labels") : NULL,
+        ns_why[0] ? ns_why : NULL, x->out->warnings);
+    x->out->inject = d.inject;
+    memcpy(x->out->reason, d.reason, sizeof(d.reason));
+    if (x->lk && k8s_mono_ns() > x->in->deadline_ns)
+        wh_warnf(x->out->warnings, "mldiagnostics: admission budget exceeded during lookups; "
+                                   "injected with what was known");
+    return 0;
+}
+
+static const struct wh_workload *workload(const struct ctx *x)
+{
+    return x->in->workload ? x->in->workload : &x->wl;
+}
+
+/* ---------- what to inject ---------- */
+
+static const char *service_name(const struct ctx *x)
+{
+    const struct wh_workload *w = workload(x);
+    const char *v = wh_meta_annotation(x->meta, WH_ANN_SERVICE_NAME);
+    if (!v && w->annotations)
+        v = str_at(w->annotations, WH_ANN_SERVICE_NAME);
+    return v && *v ? v : w->name;
+}
+
+static int lower_kind_attr(struct wh_attrs *a, const struct wh_workload *w)
+{
+    char key[96];
+    int n = snprintf(key, sizeof(key), "k8s.%s.name", w->kind);
+    for (int i = 4; i < n && i < (int)sizeof(key); i++)
+        key[i] = (char)tolower((unsigned char)key[i]);
+    return wh_attrs_set(a, key, w->name);
+}
+
+/* Our resource attributes, then annotations: namespace < workload < pod. */
+static int build_attrs(const struct ctx *x, struct wh_attrs *a)
+{
+    const struct wh_workload *w = workload(x);
+    const char *ns = w->ns, *cluster = x->cfg->cluster_name;
+    int r = 0;
+    if (*ns) {
+        r = r ? r : wh_attrs_set(a, "service.namespace", ns);
+        r = r ? r : wh_attrs_set(a, "k8s.namespace.name", ns);
+    }
+    r = r ? r : wh_attrs_set(a, "k8s.pod.name", "$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)");
+    r = r ? r : wh_attrs_set(a, "k8s.pod.uid", "$(OTEL_RESOURCE_ATTRIBUTES_POD_UID)");
+    r = r ? r : wh_attrs_set(a, "k8s.node.name", "$(OTEL_RESOURCE_ATTRIBUTES_NODE_NAME)");
+    if (*cluster)
+        r = r ? r : wh_attrs_set(a, "k8s.cluster.name", wh_cluster_short(cluster));
+    if (!w->bare_pod && *w->name)
+        r = r ? r : lower_kind_attr(a, w);
+    const char *from_ns = x->ns_meta ? wh_meta_annotation(x->ns_meta, WH_ANN_ATTRS) : NULL;
+    const char *from_wl = w->annotations ? str_at(w->annotations, WH_ANN_ATTRS) : NULL;
+    const char *from_pod = wh_meta_annotation(x->meta, WH_ANN_ATTRS);
+    json_t *warn = x->out->warnings;
+    if (r == 0 && from_ns)
+        r = wh_attrs_parse(a, from_ns, "namespace annotation " WH_ANN_ATTRS, warn);
+    if (r == 0 && from_wl)
+        r = wh_attrs_parse(a, from_wl, "workload annotation " WH_ANN_ATTRS, warn);
+    if (r == 0 && from_pod)
+        r = wh_attrs_parse(a, from_pod, "pod annotation " WH_ANN_ATTRS, warn);
+    return r;
+}
+
+static json_t *volume_json(void)
+{
+    static const char *const items[][2] = {{"labels", "metadata.labels"},
+                                           {"annotations", "metadata.annotations"},
+                                           {"pod_name", "metadata.name"},
+                                           {"pod_namespace", "metadata.namespace"},
+                                           {"pod_uid", "metadata.uid"}};
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < 5; i++)
+        json_array_append_new(arr, json_pack("{s:s, s:{s:s, s:s}}", "path", items[i][0],
+                                             "fieldRef", "apiVersion", "v1", "fieldPath",
+                                             items[i][1]));
+    return arr ? json_pack("{s:s, s:{s:o}}", "name", WH_VOLUME_NAME, "downwardAPI", "items", arr)
+               : NULL;
+}
+
+static json_t *mount_json(void)
+{
+    return json_pack("{s:s, s:s, s:b}", "name", WH_VOLUME_NAME, "mountPath", WH_MOUNT_PATH,
+                     "readOnly", 1);
+}
+
+/* "<version>;<first 12 hex of sha256(injected config)>". */
+static int injection_value(const struct wh_envset *set, char *out, size_t cap)
+{
+    json_t *cfg = json_pack("{s:o, s:o, s:o}", "env", wh_envset_json(set), "volume",
+                            volume_json(), "mount", mount_json());
+    char *s = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(cfg);
+    if (!s)
+        return -K8S_ENOMEM;
+    char hex[65];
+    k8s_sha256_hex(s, strlen(s), hex);
+    free(s);
+    snprintf(out, cap, "%s;%.12s", MLD_VERSION, hex);
+    return 0;
+}
+
+/* ---------- the patch ---------- */
+
+static int add_op(struct ctx *x, const char *base, const char *seg, json_t *value)
+{
+    struct k8s_buf p;
+    k8s_buf_init(&p, 4096);
+    int r = k8s_buf_appends(&p, base);
+    if (r == 0 && seg)
+        r = k8s_jsonptr_push(&p, seg);
+    if (r == 0)
+        r = k8s_jsonpatch_append_new(x->out->patch, "add", k8s_buf_str(&p), value);
+    else
+        json_decref(value);
+    k8s_buf_done(&p);
+    return r;
+}
+
+static int patch_annotations(struct ctx *x, const struct wh_identity *id)
+{
+    const char *const keys[] = {WH_ANN_IDENTIFIER, WH_ANN_METADATA, WH_ANN_INJECTION};
+    const char *const vals[] = {id->identifier, id->metadata, x->out->injection};
+    char base[400];
+    snprintf(base, sizeof(base), "%s/metadata", x->in->path);
+    const json_t *ann = json_object_get(x->meta, "annotations");
+    if (!x->meta || !ann || json_is_null(ann)) {
+        json_t *all = json_pack("{s:s, s:s, s:s}", keys[0], vals[0], keys[1], vals[1], keys[2],
+                                vals[2]);
+        if (x->meta)
+            return add_op(x, base, "annotations", all);
+        return add_op(x, base, NULL, json_pack("{s:o}", "annotations", all));
+    }
+    if (!json_is_object(ann)) {
+        wh_warnf(x->out->warnings, "metadata.annotations is not a map; pod annotations not set");
+        return 0;
+    }
+    strcat(base, "/annotations");
+    for (size_t i = 0; i < 3; i++)
+        if (!json_object_get(ann, keys[i])) {
+            int r = add_op(x, base, keys[i], json_string(vals[i]));
+            if (r < 0)
+                return r;
+        }
+    return 0;
+}
+
+enum mount_state { M_ADD, M_PRESENT, M_TAKEN, M_BAD };
+
+static enum mount_state mount_state(const json_t *c)
+{
+    const json_t *mounts = json_object_get(c, "volumeMounts");
+    if (!mounts || json_is_null(mounts))
+        return M_ADD;
+    if (!json_is_array(mounts))
+        return M_BAD;
+    size_t i;
+    json_t *m;
+    enum mount_state st = M_ADD;
+    json_array_foreach(mounts, i, m)
+    {
+        const char *name = str_at(m, "name"), *path = str_at(m, "mountPath");
+        if (name && !strcmp(name, WH_VOLUME_NAME))
+            return M_PRESENT;
+        if (path && !strcmp(path, WH_MOUNT_PATH))
+            st = M_TAKEN;
+    }
+    return st;
+}
+
+static bool has_volume(const json_t *vols)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(vols, i, v)
+    {
+        const char *name = str_at(v, "name");
+        if (name && !strcmp(name, WH_VOLUME_NAME))
+            return true;
+    }
+    return false;
+}
+
+/* Add the volume when a container will mount it and the pod lacks it;
+ * *ret_present says whether the pod has it afterwards. */
+static int patch_volume(struct ctx *x, bool needed, bool *ret_present)
+{
+    const json_t *vols = json_object_get(x->spec, "volumes");
+    char base[400];
+    snprintf(base, sizeof(base), "%s/spec/volumes", x->in->path);
+    *ret_present = false;
+    if (vols && !json_is_null(vols) && !json_is_array(vols)) {
+        wh_warnf(x->out->warnings, "spec.volumes is not a list; " WH_VOLUME_NAME " not mounted");
+        return 0;
+    }
+    if (vols && json_is_array(vols) && has_volume(vols)) {
+        *ret_present = true;
+        return 0;
+    }
+    if (!needed)
+        return 0;
+    *ret_present = true;
+    if (!vols || json_is_null(vols))
+        return add_op(x, base, NULL, json_pack("[o]", volume_json()));
+    strcat(base, "/-");
+    return add_op(x, base, NULL, volume_json());
+}
+
+static int patch_mount(struct ctx *x, const struct target *t, enum mount_state st)
+{
+    char base[400];
+    if (st == M_TAKEN)
+        wh_warnf(x->out->warnings, "container %s: " WH_MOUNT_PATH " is already mounted; "
+                 WH_VOLUME_NAME " not mounted there", t->name);
+    if (st == M_BAD)
+        wh_warnf(x->out->warnings, "container %s: volumeMounts is not a list", t->name);
+    if (st != M_ADD)
+        return 0;
+    const json_t *mounts = json_object_get(t->c, "volumeMounts");
+    snprintf(base, sizeof(base), "%s/volumeMounts", t->path);
+    if (!mounts || json_is_null(mounts))
+        return add_op(x, base, NULL, json_pack("[o]", mount_json()));
+    strcat(base, "/-");
+    return add_op(x, base, NULL, mount_json());
+}
+
+static int patch_containers(struct ctx *x, const struct wh_envset *set)
+{
+    enum mount_state *st = calloc(x->nt, sizeof(*st));
+    bool needed = false, present;
+    if (!st)
+        return -K8S_ENOMEM;
+    for (size_t i = 0; i < x->nt; i++) {
+        st[i] = mount_state(x->t[i].c);
+        needed |= st[i] == M_ADD;
+    }
+    int r = patch_volume(x, needed, &present);
+    bool merge = !(wh_meta_annotation(x->meta, WH_ANN_ATTRS_MERGE) &&
+                   !strcmp(wh_meta_annotation(x->meta, WH_ANN_ATTRS_MERGE), "false"));
+    for (size_t i = 0; i < x->nt && r == 0; i++) {
+        size_t before = json_array_size(x->out->patch);
+        int added = 0;
+        r = wh_env_patch(set, x->t[i].c, x->t[i].path, merge, x->out->patch, x->out->warnings,
+                         &added);
+        if (r == 0 && present)
+            r = patch_mount(x, &x->t[i], st[i]);
+        if (json_array_size(x->out->patch) > before)
+            x->out->containers++;
+    }
+    free(st);
+    return r;
+}
+
+static int identity_of(struct ctx *x, struct wh_identity *id)
+{
+    int r = wh_identity_adopt(x->meta, id);
+    if (r != -K8S_ENOTFOUND)
+        return r;
+    return wh_identity_build(workload(x), x->cfg->cluster_name, x->out->warnings, id);
+}
+
+static int build_patch(struct ctx *x)
+{
+    struct wh_identity id = {0};
+    struct wh_attrs attrs;
+    struct wh_envset set = {0};
+    wh_attrs_init(&attrs);
+    int r = identity_of(x, &id);
+    if (r == 0)
+        r = build_attrs(x, &attrs);
+    if (r == 0)
+        r = wh_envset_build(&set, x->cfg, &id, service_name(x), &attrs);
+    if (r == 0)
+        r = injection_value(&set, x->out->injection, sizeof(x->out->injection));
+    if (r == 0 && wh_attrs_has_prefix(&set.attrs, "rl.") && !id.run_id[0])
+        wh_warnf(x->out->warnings, "rl.run.id not added: the ML run id is unknown");
+    if (r == 0)
+        r = patch_containers(x, &set);
+    if (r == 0 && json_array_size(x->out->patch) > 0)
+        r = patch_annotations(x, &id);
+    if (r == 0 && json_array_size(x->out->patch) == 0)
+        set_reason(x->out, "already injected (%s)", x->out->injection);
+    wh_envset_done(&set);
+    wh_attrs_done(&attrs);
+    wh_identity_done(&id);
+    return r;
+}
+
+int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
+              const struct wh_mutate_in *in, struct wh_mutate_out *ret)
+{
+    struct ctx *x = calloc(1, sizeof(*x));
+    memset(ret, 0, sizeof(*ret));
+    ret->patch = json_array();
+    ret->warnings = json_array();
+    int r = x && ret->patch && ret->warnings ? 0 : -K8S_ENOMEM;
+    if (r < 0)
+        goto out_free_ctx;
+    *x = (struct ctx){.cfg = cfg, .lk = lk, .in = in, .out = ret};
+    if (!shape_ok(x))
+        goto out_free_ctx;
+    r = decide(x);
+    if (r < 0 || !ret->inject)
+        goto out_free_ctx;
+    r = find_targets(x);
+    if (r < 0)
+        goto out_free_ctx;
+    if (x->nt == 0) {
+        ret->inject = false;
+        set_reason(ret, "opted in, but no container to inject (skip list: %s)",
+                   cfg->skip_containers_flag);
+        goto out_free_ctx;
+    }
+    r = build_patch(x);
+out_free_ctx:
+    if (x) {
+        wh_workload_done(&x->wl);
+        json_decref(x->ns_meta);
+        free(x->t);
+    }
+    free(x);
+    if (r < 0)
+        wh_mutate_out_done(ret);
+    return r;
+}
+
+void wh_mutate_out_done(struct wh_mutate_out *out)
+{
+    if (!out)
+        return;
+    json_decref(out->patch);
+    json_decref(out->warnings);
+    out->patch = out->warnings = NULL;
+}

@@ -1,0 +1,46 @@
+/*
+ * wh_review — the AdmissionReview wire format (admission.k8s.io/v1 and
+ * v1beta1, answered in the version asked): decoding a request body and
+ * encoding the response with a base64 RFC 6902 patch and warnings.
+ *
+ * Thread-safety: reentrant. Ownership: struct wh_review owns the parsed
+ * document; its string fields borrow from it until wh_review_done.
+ */
+#ifndef WH_REVIEW_H
+#define WH_REVIEW_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "k8s_err.h"
+
+enum wh_review_version { WH_REVIEW_V1, WH_REVIEW_V1BETA1 };
+
+struct wh_review {
+    json_t *root;
+    enum wh_review_version version;
+    const char *uid;
+    const char *ns;        /* request.namespace, else object.metadata.namespace, else "" */
+    const char *operation; /* "" when absent */
+    const json_t *object;  /* request.object (NULL when absent) */
+    bool pod_create;       /* a CREATE of a core/v1 Pod (not a subresource) */
+    bool dry_run;
+    char what[300];        /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
+};
+
+/* Decode body[0..len). On failure returns -K8S_EPARSE (not JSON) or
+ * -K8S_EINVAL (not an AdmissionReview) with a one-line reason in reterr,
+ * and *ret is untouched. */
+int wh_review_decode(const char *body, size_t len, struct wh_review *ret,
+                     struct k8s_error *reterr) K8S_MUST_CHECK;
+
+void wh_review_done(struct wh_review *rv);
+
+/* The response document for rv: allowed, uid echoed, the patch (base64,
+ * with patchType JSONPatch) when patch is a non-empty array, warnings
+ * when non-empty. New string (free()), NULL on OOM. */
+char *wh_review_respond(const struct wh_review *rv, const json_t *patch, const json_t *warnings,
+                        size_t *ret_len);
+
+#endif

@@ -1,0 +1,401 @@
+#include "wh_server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "k8s_buf.h"
+#include "k8s_log.h"
+#include "k8s_time.h"
+#include "wh_admit.h"
+
+/* TLS 1.2 and 1.3 only; GnuTLS's NORMAL cipher suites otherwise. */
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE"
+
+enum route { R_NONE, R_MUTATE, R_HEALTHZ, R_READYZ, R_METRICS };
+
+struct wh_server {
+    struct wh_server_deps deps;
+    struct wh_admit_ctx admit;
+    struct MHD_Daemon *tls_d;
+    struct MHD_Daemon *plain_d;
+    int listen_fd; /* returned by quiesce; closed by us */
+    int port;
+    int inflight;  /* requests between arrival and completion (atomic) */
+    bool draining; /* atomic */
+    struct k8s_metric *inflight_g, *cert_expiry, *reloads_ok, *reloads_bad, *ready_g;
+};
+
+/* Per request, MHD's *con_cls. */
+struct req {
+    enum route route;
+    struct k8s_buf body;
+    int64_t start_ns;
+    bool answered; /* a response was queued early (404/405/413) */
+    bool too_large; /* body over the cap: discard it, then answer 413 */
+    long long discarded;
+};
+
+static bool is_ready(struct wh_server *s)
+{
+    if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED))
+        return false;
+    return !s->deps.ready || s->deps.ready(s->deps.ready_ud);
+}
+
+static enum MHD_Result queue(struct MHD_Connection *c, struct wh_server *s, int status,
+                             char *body, size_t len, const char *ctype)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "POST");
+    if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, struct wh_server *s, int status,
+                            const char *line)
+{
+    struct wh_admit_result res;
+    if (wh_admit_text(status, line, WH_OUT_INVALID, &res) < 0)
+        return MHD_NO;
+    return queue(c, s, res.status, res.body, res.len, res.content_type);
+}
+
+static enum MHD_Result serve_metrics(struct MHD_Connection *c, struct wh_server *s)
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 16 << 20);
+    k8s_metric_set(s->inflight_g, __atomic_load_n(&s->inflight, __ATOMIC_RELAXED));
+    k8s_metric_set(s->ready_g, is_ready(s) ? 1 : 0);
+    k8s_metric_set(s->cert_expiry, s->deps.tls ? (double)(wh_tls_not_after(s->deps.tls) -
+                                                          time(NULL))
+                                               : 0);
+    if (!s->deps.metrics || k8s_metrics_render(s->deps.metrics, &b) < 0)
+        return text(c, s, 500, "cannot render metrics");
+    size_t len;
+    char *body = k8s_buf_take(&b, &len);
+    return body ? queue(c, s, 200, body, len, "text/plain; version=0.0.4; charset=utf-8")
+                : MHD_NO;
+}
+
+static enum MHD_Result serve_get(struct MHD_Connection *c, struct wh_server *s, enum route r)
+{
+    if (r == R_METRICS)
+        return serve_metrics(c, s);
+    if (r == R_READYZ && !is_ready(s))
+        return text(c, s, 503, __atomic_load_n(&s->draining, __ATOMIC_RELAXED)
+                                   ? "shutting down"
+                                   : "not ready: caches not synced");
+    return text(c, s, 200, "ok");
+}
+
+static enum MHD_Result serve_mutate(struct MHD_Connection *c, struct wh_server *s,
+                                    struct req *rq)
+{
+    struct wh_admit_result res;
+    if (wh_admit(&s->admit, k8s_buf_str(&rq->body), rq->body.len, rq->start_ns, &res) < 0)
+        return MHD_NO;
+    return queue(c, s, res.status, res.body, res.len, res.content_type);
+}
+
+static enum route route_of(const char *url)
+{
+    static const struct {
+        const char *path;
+        enum route r;
+    } t[] = {{"/mutate", R_MUTATE},
+             {"/healthz", R_HEALTHZ},
+             {"/readyz", R_READYZ},
+             {"/metrics", R_METRICS}};
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+        if (!strcmp(url, t[i].path))
+            return t[i].r;
+    return R_NONE;
+}
+
+/* Bodies over the cap are read and discarded up to this much, so that the
+ * client, still sending, gets a clean 413 instead of a connection reset;
+ * beyond it the connection is answered and closed at once. */
+#define DISCARD_MAX (64LL << 20)
+
+static long long declared_length(struct MHD_Connection *c)
+{
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return cl ? strtoll(cl, NULL, 10) : -1;
+}
+
+/* First call for a request: route it, refuse what can be refused early. */
+static enum MHD_Result begin(struct wh_server *s, struct MHD_Connection *c, const char *url,
+                             const char *method, void **con_cls)
+{
+    struct req *rq = calloc(1, sizeof(*rq));
+    if (!rq)
+        return MHD_NO;
+    rq->start_ns = k8s_mono_ns();
+    rq->route = route_of(url);
+    k8s_buf_init(&rq->body, (size_t)s->deps.cfg->max_request_bytes);
+    *con_cls = rq;
+    __atomic_add_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
+    bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+    bool get = !strcmp(method, MHD_HTTP_METHOD_GET) || !strcmp(method, MHD_HTTP_METHOD_HEAD);
+    rq->answered = true;
+    if (rq->route == R_NONE)
+        return text(c, s, 404, "not found: the admission endpoint is POST /mutate");
+    if (rq->route == R_MUTATE && !post)
+        return text(c, s, 405, "method not allowed: use POST /mutate");
+    if (rq->route != R_MUTATE && !get)
+        return text(c, s, 405, "method not allowed: use GET");
+    rq->answered = false;
+    long long declared = rq->route == R_MUTATE ? declared_length(c) : -1;
+    if (declared > DISCARD_MAX) {
+        rq->answered = true;
+        wh_admit_note(&s->admit, WH_OUT_TOO_LARGE, "declared body exceeds --max-request-bytes",
+                      rq->start_ns);
+        return text(c, s, 413, "request body exceeds --max-request-bytes");
+    }
+    rq->too_large = declared > s->deps.cfg->max_request_bytes;
+    return MHD_YES;
+}
+
+/* A chunk of body: keep it, or count it once over the cap. */
+static enum MHD_Result consume(struct MHD_Connection *c, struct wh_server *s, struct req *rq,
+                               const char *data, size_t *size)
+{
+    size_t n = *size;
+    *size = 0;
+    if (!rq->too_large && k8s_buf_append(&rq->body, data, n) == 0)
+        return MHD_YES;
+    rq->too_large = true; /* the buffer freed itself */
+    rq->discarded += (long long)n;
+    if (rq->discarded <= DISCARD_MAX)
+        return MHD_YES;
+    rq->answered = true;
+    wh_admit_note(&s->admit, WH_OUT_TOO_LARGE, "body exceeds --max-request-bytes",
+                  rq->start_ns);
+    return text(c, s, 413, "request body exceeds --max-request-bytes");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    struct wh_server *s = cls;
+    struct req *rq = *con_cls;
+    if (!rq)
+        return begin(s, c, url, method, con_cls);
+    if (rq->answered) { /* body of a refused request: discard */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size)
+        return consume(c, s, rq, upload_data, upload_data_size);
+    rq->answered = true;
+    if (rq->too_large) {
+        wh_admit_note(&s->admit, WH_OUT_TOO_LARGE, "body exceeds --max-request-bytes",
+                      rq->start_ns);
+        return text(c, s, 413, "request body exceeds --max-request-bytes");
+    }
+    if (rq->route == R_MUTATE)
+        return serve_mutate(c, s, rq);
+    return serve_get(c, s, rq->route);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct wh_server *s = cls;
+    struct req *rq = *con_cls;
+    if (!rq)
+        return;
+    k8s_buf_done(&rq->body);
+    free(rq);
+    *con_cls = NULL;
+    __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
+}
+
+static void on_reload(void *ud, int result, const struct k8s_error *err)
+{
+    struct wh_server *s = ud;
+    if (result == 0) {
+        k8s_metric_add(s->reloads_ok, 1);
+        k8s_logf(K8S_LOG_INFO, "serving certificate reloaded");
+    } else {
+        k8s_metric_add(s->reloads_bad, 1);
+        k8s_log_json(K8S_LOG_WARN, "serving certificate not reloaded; keeping the previous one",
+                     json_pack("{s:s}", "error", err->message));
+    }
+}
+
+static void register_metrics(struct wh_server *s, struct k8s_metrics *m)
+{
+    s->inflight_g = k8s_metrics_gauge(m, "mldiagnostics_webhook_inflight_requests",
+                                      "Requests being handled.", NULL);
+    s->ready_g = k8s_metrics_gauge(m, "mldiagnostics_webhook_ready",
+                                   "1 when /readyz answers 200.", NULL);
+    s->cert_expiry = k8s_metrics_gauge(m, "mldiagnostics_webhook_certificate_expiry_seconds",
+                                       "Seconds until the serving certificate expires.", NULL);
+    s->reloads_ok = k8s_metrics_counter(m, "mldiagnostics_webhook_certificate_reloads_total",
+                                        "Serving certificate reloads.", "result=\"success\"");
+    s->reloads_bad = k8s_metrics_counter(m, "mldiagnostics_webhook_certificate_reloads_total",
+                                         "Serving certificate reloads.", "result=\"rejected\"");
+}
+
+int wh_server_new(const struct wh_server_deps *deps, struct wh_server **ret)
+{
+    struct wh_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -K8S_ENOMEM;
+    s->deps = *deps;
+    s->listen_fd = -1;
+    wh_admit_init(&s->admit, deps->cfg, deps->lookup, deps->metrics);
+    if (deps->metrics)
+        register_metrics(s, deps->metrics);
+    *ret = s;
+    return 0;
+}
+
+/* "host:port", ":port" or "port" → sockaddr. */
+static int resolve(const char *host, const char *port, struct sockaddr_storage *ss,
+                   struct k8s_error *reterr)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int g = getaddrinfo(host && *host ? host : NULL, port, &hints, &ai);
+    if (g != 0)
+        return k8s_error_set(reterr, -K8S_EINVAL, "bad listen address %s:%s: %s",
+                             host ? host : "", port, gai_strerror(g));
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static int start_tls(struct wh_server *s, struct k8s_error *reterr)
+{
+    const struct wh_config *cfg = s->deps.cfg;
+    struct sockaddr_storage ss;
+    char port[16];
+    snprintf(port, sizeof(port), "%d", (int)cfg->port);
+    int r = resolve(cfg->bind_address, port, &ss, reterr);
+    if (r < 0)
+        return r;
+    wh_tls_install(s->deps.tls);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+                     MHD_USE_ITC | MHD_USE_TURBO | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+    s->tls_d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
+        TLS_PRIORITIES, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(cfg->request_timeout_ns / K8S_NSEC_PER_SEC),
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
+        (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    if (!s->tls_d)
+        return k8s_error_set(reterr, -K8S_EIO, "cannot listen on %s:%s (address in use?)",
+                             cfg->bind_address, port);
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->tls_d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : (int)cfg->port;
+    return 0;
+}
+
+static int start_plain(struct wh_server *s, struct k8s_error *reterr)
+{
+    const char *addr = s->deps.cfg->metrics_bind_address;
+    const char *colon = strrchr(addr, ':');
+    char host[128] = "";
+    struct sockaddr_storage ss;
+    if (colon)
+        snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+    int r = resolve(host, colon ? colon + 1 : addr, &ss, reterr);
+    if (r < 0)
+        return r;
+    s->plain_d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+            (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+        0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    if (!s->plain_d)
+        return k8s_error_set(reterr, -K8S_EIO, "cannot listen on --metrics-bind-address %s",
+                             addr);
+    return 0;
+}
+
+int wh_server_start(struct wh_server *s, struct k8s_error *reterr)
+{
+    int r = start_tls(s, reterr);
+    if (r == 0 && *s->deps.cfg->metrics_bind_address)
+        r = start_plain(s, reterr);
+    if (r == 0 && s->deps.tls)
+        r = wh_tls_watch_start(s->deps.tls, on_reload, s);
+    return r;
+}
+
+void wh_server_drain(struct wh_server *s)
+{
+    __atomic_store_n(&s->draining, true, __ATOMIC_RELAXED);
+    if (s->tls_d && s->listen_fd < 0) {
+        MHD_socket fd = MHD_quiesce_daemon(s->tls_d);
+        s->listen_fd = fd == MHD_INVALID_SOCKET ? -1 : fd;
+        /* MHD threads may still hold the fd until MHD_stop_daemon, so it is
+         * closed there; shutdown() makes the kernel refuse new connections now
+         * instead of queueing them in the backlog. */
+        if (s->listen_fd >= 0)
+            shutdown(s->listen_fd, SHUT_RDWR);
+    }
+}
+
+static void stop(struct wh_server *s)
+{
+    if (s->tls_d)
+        MHD_stop_daemon(s->tls_d);
+    if (s->plain_d)
+        MHD_stop_daemon(s->plain_d);
+    s->tls_d = s->plain_d = NULL;
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    s->listen_fd = -1;
+}
+
+int wh_server_wait(struct wh_server *s, int64_t deadline_ns)
+{
+    int left;
+    while ((left = __atomic_load_n(&s->inflight, __ATOMIC_RELAXED)) > 0 &&
+           k8s_mono_ns() < deadline_ns)
+        usleep(5 * 1000);
+    stop(s);
+    return left;
+}
+
+void wh_server_free(struct wh_server *s)
+{
+    if (!s)
+        return;
+    if (s->deps.tls)
+        wh_tls_watch_stop(s->deps.tls);
+    stop(s);
+    free(s);
+}
+
+int wh_server_port(const struct wh_server *s)
+{
+    return s->port;
+}

@@ -1,0 +1,63 @@
+/*
+ * wh_server — the HTTPS admission server (libmicrohttpd + GnuTLS, TLS 1.2+
+ * only): POST /mutate, GET /healthz, /readyz, /metrics, optionally a plain
+ * HTTP listener for metrics and probes. It is glue: decoding, the
+ * decision and the patch live in wh_review and wh_mutate; this module
+ * reads bodies within their cap, answers, logs one line per admission and
+ * keeps the metrics.
+ *
+ * Lifecycle: wh_server_new → wh_server_start → (signal) wh_server_drain →
+ * wh_server_wait → wh_server_free. Draining stops accepting connections,
+ * fails /readyz, answers what is in flight (with Connection: close) and
+ * then closes idle connections, like Go's http.Server.Shutdown.
+ *
+ * Thread-safety: the request handlers run on the server's thread pool;
+ * the lifecycle functions belong to the main thread.
+ */
+#ifndef WH_SERVER_H
+#define WH_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "k8s_err.h"
+#include "k8s_metrics.h"
+#include "wh_config.h"
+#include "wh_lookup.h"
+#include "wh_tls.h"
+
+struct wh_server;
+
+/* Extra readiness condition (caches synced); NULL = always ready. */
+typedef bool (*wh_ready_fn)(void *ud);
+
+struct wh_server_deps {
+    const struct wh_config *cfg;
+    const struct wh_lookup *lookup; /* NULL in standalone mode */
+    struct wh_tls *tls;             /* borrowed; must outlive the server */
+    struct k8s_metrics *metrics;    /* borrowed; the server registers its series */
+    wh_ready_fn ready;
+    void *ready_ud;
+};
+
+/* Build the server (nothing listens yet). -K8S_ENOMEM. */
+int wh_server_new(const struct wh_server_deps *deps, struct wh_server **ret) K8S_MUST_CHECK;
+
+/* Bind and serve. -K8S_EIO / -K8S_EINVAL with reterr naming the address. */
+int wh_server_start(struct wh_server *s, struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* Stop accepting and fail /readyz. Async-signal-safe it is not: call from
+ * the main thread after the signal was noticed. */
+void wh_server_drain(struct wh_server *s);
+
+/* Wait until requests in flight are answered or deadline_ns (monotonic)
+ * passes, then stop the listeners. Returns the requests still in flight
+ * when it stopped (0 on a clean drain). */
+int wh_server_wait(struct wh_server *s, int64_t deadline_ns);
+
+void wh_server_free(struct wh_server *s);
+
+/* The port actually bound (useful with --port 0 in tests), or 0. */
+int wh_server_port(const struct wh_server *s);
+
+#endif
