@@ -1,5 +1,6 @@
 #include "k8s_buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,21 @@ int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...)
     return 0;
 }
 
+int k8s_buf_reserve(struct k8s_buf *b, size_t n, char **ret_tail)
+{
+    int r = grow(b, n);
+    if (r < 0)
+        return r;
+    *ret_tail = b->data + b->len;
+    return 0;
+}
+
+void k8s_buf_commit(struct k8s_buf *b, size_t n)
+{
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
 char *k8s_buf_take(struct k8s_buf *b, size_t *ret_len)
 {
     char *p = b->data;
@@ -108,4 +124,27 @@ char *k8s_buf_take(struct k8s_buf *b, size_t *ret_len)
 const char *k8s_buf_str(const struct k8s_buf *b)
 {
     return b->data ? b->data : "";
+}
+
+int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
+                  struct k8s_error *reterr)
+{
+    FILE *f = fopen(path, "rbe");
+    if (!f)
+        return k8s_error_set(reterr, -K8S_EIO, "%s: %s", path, strerror(errno));
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
+    int err = ferror(f);
+    fclose(f);
+    if (!buf)
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    if (err || n > max) {
+        free(buf);
+        return k8s_error_set(reterr, err ? -K8S_EIO : -K8S_ETOOBIG, "%s: %s", path,
+                             err ? "read error" : "file too large");
+    }
+    buf[n] = '\0';
+    *ret_buf = buf;
+    *ret_len = n;
+    return 0;
 }

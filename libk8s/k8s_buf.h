@@ -33,9 +33,20 @@ int k8s_buf_append(struct k8s_buf *b, const void *p, size_t n) K8S_MUST_CHECK;
 int k8s_buf_appends(struct k8s_buf *b, const char *s) K8S_MUST_CHECK;
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...) K8S_PRINTF(2, 3) K8S_MUST_CHECK;
 
+/* Make room for n more bytes and point *ret_tail at where they go (valid
+ * until the next call); then k8s_buf_commit(b, m) with m <= n adds them. */
+int k8s_buf_reserve(struct k8s_buf *b, size_t n, char **ret_tail) K8S_MUST_CHECK;
+void k8s_buf_commit(struct k8s_buf *b, size_t n);
+
 /* Hand the contents out (caller frees with free(); never NULL unless OOM:
  * an empty buffer yields ""). The buffer is reset to empty. */
 char *k8s_buf_take(struct k8s_buf *b, size_t *ret_len);
+
+/* Read a whole file (at most max bytes). New buffer (free()),
+ * NUL-terminated; -K8S_EIO / -K8S_ETOOBIG with reterr naming the path,
+ * outputs untouched on failure. */
+int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
+                  struct k8s_error *reterr) K8S_MUST_CHECK;
 
 /* Contents as a C string; "" while empty. Borrowed until the next call. */
 const char *k8s_buf_str(const struct k8s_buf *b);

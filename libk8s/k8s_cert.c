@@ -117,26 +117,3 @@ out_free_leaf:
     X509_free(leaf);
     return r;
 }
-
-int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
-                  struct k8s_error *reterr)
-{
-    FILE *f = fopen(path, "rbe");
-    if (!f)
-        return k8s_error_set(reterr, -K8S_EIO, "%s: %s", path, strerror(errno));
-    char *buf = malloc(max + 1);
-    size_t n = buf ? fread(buf, 1, max + 1, f) : 0;
-    int err = ferror(f);
-    fclose(f);
-    if (!buf)
-        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
-    if (err || n > max) {
-        free(buf);
-        return k8s_error_set(reterr, err ? -K8S_EIO : -K8S_ETOOBIG, "%s: %s", path,
-                             err ? "read error" : "file too large");
-    }
-    buf[n] = '\0';
-    *ret_buf = buf;
-    *ret_len = n;
-    return 0;
-}

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "k8s_buf.h"
 #include "k8s_err.h"
 
 struct k8s_cert_info {
@@ -29,10 +30,5 @@ struct k8s_cert_info {
 int k8s_cert_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
                         size_t key_len, const char *cert_name, const char *key_name, time_t now,
                         struct k8s_cert_info *ret_info, struct k8s_error *reterr) K8S_MUST_CHECK;
-
-/* Read a whole file (at most max bytes). New buffer (free()),
- * NUL-terminated; -K8S_EIO / -K8S_ETOOBIG with reterr naming the path. */
-int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
-                  struct k8s_error *reterr) K8S_MUST_CHECK;
 
 #endif

@@ -1,66 +1,78 @@
 #include "k8s_codec.h"
 
-#include <openssl/evp.h>
+#include <nettle/base64.h>
+#include <nettle/sha2.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Nettle (GnuTLS's crypto library) rather than OpenSSL: no provider
+ * initialisation, no allocation, and already loaded by the TLS server. */
 
 char *k8s_base64_encode(const void *in, size_t n, size_t *ret_len)
 {
     if (n > (size_t)1 << 30)
         return NULL;
-    size_t cap = 4 * ((n + 2) / 3) + 1;
-    char *out = malloc(cap);
+    size_t len = BASE64_ENCODE_RAW_LENGTH(n);
+    char *out = malloc(len + 1);
     if (!out)
         return NULL;
-    int len = n ? EVP_EncodeBlock((unsigned char *)out, in, (int)n) : 0;
+    base64_encode_raw(out, n, in);
     out[len] = '\0';
     if (ret_len)
-        *ret_len = (size_t)len;
+        *ret_len = len;
     return out;
+}
+
+int k8s_base64_append(struct k8s_buf *out, const void *in, size_t n)
+{
+    char *tail;
+    if (n > (size_t)1 << 30)
+        return -K8S_ETOOBIG;
+    size_t len = BASE64_ENCODE_RAW_LENGTH(n);
+    int r = k8s_buf_reserve(out, len, &tail);
+    if (r < 0)
+        return r;
+    base64_encode_raw(tail, n, in);
+    k8s_buf_commit(out, len);
+    return 0;
 }
 
 unsigned char *k8s_base64_decode(const char *in, size_t n, size_t *ret_len)
 {
-    /* EVP_DecodeBlock rejects whitespace; strip it first. */
-    char *clean = malloc(n + 1);
-    if (!clean)
-        return NULL;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (in[i] != '\n' && in[i] != '\r' && in[i] != ' ' && in[i] != '\t')
-            clean[m++] = in[i];
-    unsigned char *out = NULL;
-    if (m % 4 != 0 || m > (size_t)1 << 30)
-        goto out_free_clean;
-    out = malloc(m / 4 * 3 + 1);
+    struct base64_decode_ctx ctx;
+    unsigned char *out = malloc(BASE64_DECODE_LENGTH(n) + 1);
+    size_t len = 0;
     if (!out)
-        goto out_free_clean;
-    int len = m ? EVP_DecodeBlock(out, (unsigned char *)clean, (int)m) : 0;
-    if (len < 0) {
-        free(out);
-        out = NULL;
-        goto out_free_clean;
+        return NULL;
+    base64_decode_init(&ctx);
+    for (size_t i = 0; i < n; i++) { /* whitespace is allowed between groups */
+        if (in[i] == '\n' || in[i] == '\r' || in[i] == ' ' || in[i] == '\t')
+            continue;
+        size_t got = 0;
+        if (!base64_decode_update(&ctx, &got, out + len, 1, in + i))
+            goto fail;
+        len += got;
     }
-    /* EVP_DecodeBlock counts padding bytes as output; drop them. */
-    if (m >= 1 && clean[m - 1] == '=')
-        len--;
-    if (m >= 2 && clean[m - 2] == '=')
-        len--;
+    if (!base64_decode_final(&ctx))
+        goto fail;
     out[len] = '\0';
     if (ret_len)
-        *ret_len = (size_t)len;
-out_free_clean:
-    free(clean);
+        *ret_len = len;
     return out;
+fail:
+    free(out);
+    return NULL;
 }
 
 void k8s_sha256_hex(const void *in, size_t n, char out[static 65])
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    EVP_Digest(in, n, md, &mdlen, EVP_sha256(), NULL);
+    struct sha256_ctx ctx;
+    uint8_t md[SHA256_DIGEST_SIZE];
     static const char hex[] = "0123456789abcdef";
-    for (unsigned int i = 0; i < mdlen && i < 32; i++) {
+    sha256_init(&ctx);
+    sha256_update(&ctx, n, in);
+    sha256_digest(&ctx, sizeof(md), md);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
         out[2 * i] = hex[md[i] >> 4];
         out[2 * i + 1] = hex[md[i] & 15];
     }

@@ -1,5 +1,5 @@
 /*
- * k8s_codec — base64 and SHA-256 through OpenSSL (no hand-written codecs).
+ * k8s_codec — base64 and SHA-256 through Nettle (no hand-written codecs).
  *
  * Thread-safety: all functions are reentrant.
  */
@@ -8,11 +8,15 @@
 
 #include <stddef.h>
 
+#include "k8s_buf.h"
 #include "k8s_err.h"
 
 /* Standard base64 (RFC 4648, padded, no line breaks) of in[0..n).
  * Returns new NUL-terminated string (free()), NULL on OOM. */
 char *k8s_base64_encode(const void *in, size_t n, size_t *ret_len);
+
+/* Append the standard base64 of in[0..n) to out (k8s_buf error rules). */
+int k8s_base64_append(struct k8s_buf *out, const void *in, size_t n) K8S_MUST_CHECK;
 
 /* Decode standard base64 (whitespace ignored). Returns new buffer (free()),
  * NUL-terminated for convenience, length in *ret_len; NULL when malformed

@@ -346,8 +346,10 @@ int k8s_jsonpatch_apply(const json_t *doc, const json_t *patch, json_t **ret_doc
 
 int k8s_jsonpatch_append_new(json_t *patch, const char *op, const char *path, json_t *value)
 {
-    json_t *o = json_pack("{s:s, s:s}", "op", op, "path", path);
-    if (!o) {
+    json_t *o = json_object();
+    if (!o || json_object_set_new_nocheck(o, "op", json_string(op)) < 0 ||
+        json_object_set_new_nocheck(o, "path", json_string(path)) < 0) {
+        json_decref(o);
         json_decref(value);
         return -K8S_ENOMEM;
     }

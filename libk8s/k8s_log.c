@@ -1,5 +1,8 @@
 #include "k8s_log.h"
 
+#include "k8s_buf.h"
+#include "k8s_json.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -68,14 +71,13 @@ void k8s_log_json(int level, const char *msg, json_t *fields)
     if (fields)
         json_object_update(line, fields);
     json_decref(fields);
-    char *s = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    int r = k8s_json_write(line, &b);
     json_decref(line);
-    if (!s)
-        return;
-    size_t n = strlen(s);
-    s[n] = '\n'; /* overwrite the terminator: one write for the whole line */
-    write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), s, n + 1);
-    free(s);
+    if (r == 0 && k8s_buf_append(&b, "\n", 1) == 0) /* one write for the whole line */
+        write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), b.data, b.len);
+    k8s_buf_done(&b);
 }
 
 void k8s_logf(int level, const char *fmt, ...)

@@ -1,9 +1,11 @@
 #include "wh_admit.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
 #include "k8s_log.h"
 #include "k8s_time.h"
 #include "wh_mutate.h"
@@ -106,6 +108,9 @@ static int decide(const struct wh_admit_ctx *ctx, const struct wh_review *rv, in
     return wh_mutate(ctx->cfg, ctx->lookup, &in, mo);
 }
 
+static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, int64_t start_ns,
+                 struct wh_admit_result *ret);
+
 static int respond(const struct wh_review *rv, struct wh_mutate_out *mo, enum wh_outcome o,
                    struct wh_admit_result *ret)
 {
@@ -125,8 +130,40 @@ static int respond(const struct wh_review *rv, struct wh_mutate_out *mo, enum wh
     return 0;
 }
 
+/* Each server thread keeps one arena for its requests' JSON values. */
+static pthread_key_t arena_key;
+static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
+
+static void arena_key_init(void)
+{
+    (void)pthread_key_create(&arena_key, (void (*)(void *))k8s_arena_free);
+}
+
+static struct k8s_arena *thread_arena(void)
+{
+    pthread_once(&arena_once, arena_key_init);
+    struct k8s_arena *a = pthread_getspecific(arena_key);
+    if (!a && (a = k8s_arena_new(256 * 1024)))
+        (void)pthread_setspecific(arena_key, a);
+    return a;
+}
+
 int wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, int64_t start_ns,
              struct wh_admit_result *ret)
+{
+    struct k8s_arena *arena = thread_arena();
+    if (arena)
+        k8s_arena_enter(arena);
+    int r = admit(ctx, body, len, start_ns, ret);
+    if (arena) { /* every JSON value of the request has been released */
+        k8s_arena_leave();
+        k8s_arena_reset(arena);
+    }
+    return r;
+}
+
+static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, int64_t start_ns,
+                 struct wh_admit_result *ret)
 {
     struct wh_review rv;
     struct k8s_error err = {0};

@@ -9,6 +9,7 @@
 #include "wh_warn.h"
 
 #define ATTRS_VAR "OTEL_RESOURCE_ATTRIBUTES"
+#define WH_REFS_MAX 8
 
 bool wh_env_references(const char *value, const char *name)
 {
@@ -98,12 +99,22 @@ void wh_envset_done(struct wh_envset *set)
     memset(set, 0, sizeof(*set));
 }
 
+/* Values are valid UTF-8 (ASCII constants, validated flags, strings from
+ * parsed JSON), so the _nocheck constructors skip jansson's re-validation. */
 json_t *wh_env_var_json(const struct wh_env_var *v)
 {
-    if (v->value)
-        return json_pack("{s:s, s:s}", "name", v->name, "value", v->value);
-    return json_pack("{s:s, s:{s:{s:s, s:s}}}", "name", v->name, "valueFrom", "fieldRef",
-                     "apiVersion", "v1", "fieldPath", v->field_path);
+    json_t *o = json_object();
+    json_object_set_new_nocheck(o, "name", json_string_nocheck(v->name));
+    if (v->value) {
+        json_object_set_new_nocheck(o, "value", json_string_nocheck(v->value));
+        return o;
+    }
+    json_t *ref = json_object(), *from = json_object();
+    json_object_set_new_nocheck(ref, "apiVersion", json_string_nocheck("v1"));
+    json_object_set_new_nocheck(ref, "fieldPath", json_string_nocheck(v->field_path));
+    json_object_set_new_nocheck(from, "fieldRef", ref);
+    json_object_set_new_nocheck(o, "valueFrom", from);
+    return o;
 }
 
 json_t *wh_envset_json(const struct wh_envset *set)
@@ -122,6 +133,7 @@ json_t *wh_envset_json(const struct wh_envset *set)
 struct entry {
     const char *name;  /* NULL for entries without a string name */
     const char *value; /* literal value, NULL for valueFrom */
+    bool has_ref;      /* value contains "$(": worth scanning */
 };
 
 struct plan {
@@ -129,6 +141,9 @@ struct plan {
     struct entry *user; /* the container's env, possibly with a merged value */
     size_t n_user;
     size_t slot[WH_ENV_MAX]; /* insert before user[slot]; n_user = at the end; SIZE_MAX = present */
+    /* names our variable j references, parsed once */
+    const char *ref_name[WH_ENV_MAX][WH_REFS_MAX];
+    size_t ref_len[WH_ENV_MAX][WH_REFS_MAX], n_refs[WH_ENV_MAX];
     char *merged;            /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
 };
 
@@ -140,9 +155,43 @@ static bool user_has(const struct plan *p, const char *name)
     return false;
 }
 
-static bool refs(const char *value, const char *name)
+static bool has_ref(const char *value)
 {
-    return value && name && wh_env_references(value, name);
+    return value && strstr(value, "$(");
+}
+
+/* Does entry `e` (a user variable) reference name? */
+static bool user_refs(const struct entry *e, const char *name)
+{
+    return e->has_ref && wh_env_references(e->value, name);
+}
+
+/* Does our variable j reference name? */
+static bool our_refs(const struct plan *p, size_t j, const char *name)
+{
+    for (size_t k = 0; name && k < p->n_refs[j]; k++)
+        if (!strncmp(p->ref_name[j][k], name, p->ref_len[j][k]) && !name[p->ref_len[j][k]])
+            return true;
+    return false;
+}
+
+/* Record the $(NAME) references of our variable j (honouring $$). */
+static void parse_refs(struct plan *p, size_t j)
+{
+    const char *v = p->set->v[j].value;
+    p->n_refs[j] = 0;
+    for (const char *q = v; q && *q && p->n_refs[j] < WH_REFS_MAX; q++) {
+        if (q[0] == '$' && q[1] == '$') {
+            q++;
+            continue;
+        }
+        const char *close = q[0] == '$' && q[1] == '(' ? strchr(q + 2, ')') : NULL;
+        if (!close)
+            continue;
+        p->ref_name[j][p->n_refs[j]] = q + 2;
+        p->ref_len[j][p->n_refs[j]++] = (size_t)(close - q - 2);
+        q = close;
+    }
 }
 
 /* Slot of each new variable: just before the first user variable that
@@ -153,23 +202,25 @@ static bool place(struct plan *p)
 {
     const struct wh_envset *s = p->set;
     size_t earliest[WH_ENV_MAX] = {0};
+    for (size_t j = 0; j < s->n; j++)
+        parse_refs(p, j);
     for (size_t j = 0; j < s->n; j++) {
         p->slot[j] = user_has(p, s->v[j].name) ? SIZE_MAX : p->n_user;
         for (size_t i = 0; p->slot[j] != SIZE_MAX && i < p->n_user; i++) {
-            if (refs(s->v[j].value, p->user[i].name))
+            if (our_refs(p, j, p->user[i].name))
                 earliest[j] = i + 1;
-            if (refs(p->user[i].value, s->v[j].name) && i < p->slot[j])
+            if (i < p->slot[j] && user_refs(&p->user[i], s->v[j].name))
                 p->slot[j] = i;
         }
         for (size_t k = 0; k < j; k++)
-            if (p->slot[k] != SIZE_MAX && refs(s->v[j].value, s->v[k].name) &&
+            if (p->slot[k] != SIZE_MAX && our_refs(p, j, s->v[k].name) &&
                 earliest[k] > earliest[j])
                 earliest[j] = earliest[k];
     }
     for (size_t j = s->n; j-- > 0;) /* a dependency goes no later than its dependent */
         for (size_t k = 0; k < j; k++)
-            if (p->slot[j] != SIZE_MAX && p->slot[k] != SIZE_MAX &&
-                refs(s->v[j].value, s->v[k].name) && p->slot[j] < p->slot[k])
+            if (p->slot[j] != SIZE_MAX && p->slot[k] != SIZE_MAX && p->slot[j] < p->slot[k] &&
+                our_refs(p, j, s->v[k].name))
                 p->slot[k] = p->slot[j];
     bool ok = true;
     for (size_t j = 0; j < s->n; j++)
@@ -252,10 +303,11 @@ static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const
     if (!strcmp(p->merged, p->user[idx].value))
         return 0;
     p->user[idx].value = p->merged;
+    p->user[idx].has_ref = has_ref(p->merged);
     char path[600];
     snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, idx);
     (*added)++;
-    return k8s_jsonpatch_append_new(patch, "replace", path, json_string(p->merged));
+    return k8s_jsonpatch_append_new(patch, "replace", path, json_string_nocheck(p->merged));
 }
 
 static int whole_env(const struct wh_envset *set, const char *cpath, json_t *patch, int *added)
@@ -290,6 +342,7 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
         const json_t *e = json_array_get(env, i);
         p.user[i].name = json_string_value(json_object_get(e, "name"));
         p.user[i].value = json_string_value(json_object_get(e, "value"));
+        p.user[i].has_ref = has_ref(p.user[i].value);
         if (p.user[i].name && !strcmp(p.user[i].name, ATTRS_VAR) && attrs_idx == SIZE_MAX)
             attrs_idx = i;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_json.h"
 #include "k8s_time.h"
 #include "wh_warn.h"
 
@@ -44,67 +45,71 @@ char *wh_sorted_labels(const json_t *labels)
     return r < 0 ? NULL : k8s_buf_take(&b, NULL);
 }
 
-static json_t *identifier_json(const struct wh_workload *w, const char *cluster, json_t *warnings)
+/* Append ,"key":"value" (or {"key":"value" for the first member). */
+static int member(struct k8s_buf *b, const char *key, const char *val)
 {
-    json_t *o = json_pack("{s:s, s:s}", "metadata.name", w->name, "metadata.kind", w->kind);
-    if (!o)
-        return NULL;
-    if (*cluster)
-        json_object_set_new(o, "clustername", json_string(cluster));
-    else
-        wh_warnf(warnings, "cluster name unknown: GKE_DIAGON_IDENTIFIER omits clustername "
-                       "(set --cluster-name or CLUSTER_NAME)");
-    if (*w->ns)
-        json_object_set_new(o, "namespace", json_string(w->ns));
-    return o;
+    int r = k8s_buf_appends(b, b->len ? "," : "{");
+    r = r ? r : k8s_json_write_string(key, strlen(key), b);
+    r = r ? r : k8s_buf_append(b, ":", 1);
+    return r ? r : k8s_json_write_string(val, strlen(val), b);
 }
 
-static json_t *metadata_json(const struct wh_workload *w, json_t *warnings)
+/* Compact JSON text, written directly (the same bytes jansson would emit). */
+static char *identifier_json(const struct wh_workload *w, const char *cluster, json_t *warnings)
 {
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 16);
+    int r = member(&b, "metadata.name", w->name);
+    r = r ? r : member(&b, "metadata.kind", w->kind);
+    if (*cluster)
+        r = r ? r : member(&b, "clustername", cluster);
+    else
+        wh_warnf(warnings, "cluster name unknown: GKE_DIAGON_IDENTIFIER omits clustername "
+                           "(set --cluster-name or CLUSTER_NAME)");
+    if (*w->ns)
+        r = r ? r : member(&b, "namespace", w->ns);
+    else
+        wh_warnf(warnings, "namespace unknown: GKE_DIAGON_IDENTIFIER omits namespace");
+    r = r ? r : k8s_buf_append(&b, "}", 1);
+    return r ? NULL : k8s_buf_take(&b, NULL);
+}
+
+static char *metadata_json(const struct wh_workload *w, json_t *warnings)
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    char *labels = w->labels ? wh_sorted_labels(w->labels) : NULL;
+    int r = w->labels && !labels ? -K8S_ENOMEM : 0;
     if (*w->parent)
-        json_object_set_new(o, "parent-workload", json_string(w->parent));
+        r = r ? r : member(&b, "parent-workload", w->parent);
     if (*w->created)
-        json_object_set_new(o, "creation-timestamp", json_string(w->created));
-    if (w->labels) {
-        char *l = wh_sorted_labels(w->labels);
-        if (!l) {
-            json_decref(o);
-            return NULL;
-        }
-        json_object_set_new(o, "associated-labels", json_string(l));
-        free(l);
-    }
-    if (!*w->created || !w->labels) {
+        r = r ? r : member(&b, "creation-timestamp", w->created);
+    if (labels)
+        r = r ? r : member(&b, "associated-labels", labels);
+    r = r ? r : k8s_buf_appends(&b, b.len ? "}" : "{}");
+    free(labels);
+    if (!*w->created || !w->labels)
         wh_warnf(warnings, "GKE_DIAGON_METADATA omits %s: %s",
                  !*w->created && !w->labels ? "creation-timestamp and associated-labels"
                  : !*w->created             ? "creation-timestamp"
                                             : "associated-labels",
                  w->unknown_why[0] ? w->unknown_why : "unknown");
-    }
-    return o;
-}
-
-static char *dump(json_t *o)
-{
-    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return s;
+    return r ? NULL : k8s_buf_take(&b, NULL);
 }
 
 int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *warnings,
                       struct wh_identity *ret)
 {
     struct wh_identity id = {0};
-    id.identifier = dump(identifier_json(w, cluster, warnings));
-    id.metadata = dump(metadata_json(w, warnings));
+    id.identifier = identifier_json(w, cluster, warnings);
+    id.metadata = metadata_json(w, warnings);
     if (!id.identifier || !id.metadata) {
         wh_identity_done(&id);
         return -K8S_ENOMEM;
     }
-    wh_run_id(id.identifier, id.metadata, id.run_id, sizeof(id.run_id));
+    time_t t;
+    if (*w->created && k8s_time_parse_rfc3339(w->created, &t) == 0)
+        wh_run_id_of(cluster, w->ns, w->kind, w->name, t, id.run_id, sizeof(id.run_id));
     *ret = id;
     return 0;
 }
@@ -148,6 +153,28 @@ static void sanitize_into(char *out, size_t cap, size_t *len, const char *s)
     out[*len] = '\0';
 }
 
+bool wh_run_id_of(const char *cluster, const char *ns, const char *kind, const char *name,
+                  time_t created, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (!*cluster || !*ns || !*kind || !*name)
+        return false;
+    char stamp[32];
+    struct tm tm;
+    gmtime_r(&created, &tm);
+    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+    const char *parts[] = {wh_cluster_short(cluster), ns, kind, name, stamp};
+    size_t len = 0;
+    for (size_t i = 0; i < 5; i++) {
+        if (i)
+            sanitize_into(out, cap, &len, "-");
+        sanitize_into(out, cap, &len, parts[i]);
+    }
+    while (len > 0 && out[len - 1] == '-')
+        out[--len] = '\0';
+    return true;
+}
+
 bool wh_run_id(const char *identifier_json, const char *metadata_json, char *out, size_t cap)
 {
     out[0] = '\0';
@@ -159,23 +186,8 @@ bool wh_run_id(const char *identifier_json, const char *metadata_json, char *out
     const char *name = json_string_value(json_object_get(id, "metadata.name"));
     const char *ts = json_string_value(json_object_get(md, "creation-timestamp"));
     time_t t;
-    bool ok = cluster && *cluster && ns && *ns && kind && *kind && name && *name && ts &&
-              k8s_time_parse_rfc3339(ts, &t) == 0;
-    if (ok) {
-        char stamp[32];
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-        const char *parts[] = {wh_cluster_short(cluster), ns, kind, name, stamp};
-        size_t len = 0;
-        for (size_t i = 0; i < 5; i++) {
-            if (i)
-                sanitize_into(out, cap, &len, "-");
-            sanitize_into(out, cap, &len, parts[i]);
-        }
-        while (len > 0 && out[len - 1] == '-')
-            out[--len] = '\0';
-    }
+    bool ok = cluster && ns && kind && name && ts && k8s_time_parse_rfc3339(ts, &t) == 0 &&
+              wh_run_id_of(cluster, ns, kind, name, t, out, cap);
     json_decref(id);
     json_decref(md);
     return ok;

@@ -16,6 +16,8 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
 
 #include "k8s_err.h"
 #include "wh_workload.h"
@@ -44,6 +46,10 @@ void wh_identity_done(struct wh_identity *id);
  * with every run of characters outside [a-z0-9] replaced by '-' and the
  * ends trimmed. false when a field is missing. */
 bool wh_run_id(const char *identifier_json, const char *metadata_json, char *out, size_t cap);
+
+/* The same from its parts (created: the workload's creationTimestamp). */
+bool wh_run_id_of(const char *cluster, const char *ns, const char *kind, const char *name,
+                  time_t created, char *out, size_t cap);
 
 /* Last '/'-separated segment of a cluster name (borrowed). */
 const char *wh_cluster_short(const char *cluster);

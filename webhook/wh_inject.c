@@ -40,9 +40,9 @@ static void explain_line(struct job *j, const struct site *s, const struct wh_mu
     if (!j->explain)
         return;
     const json_t *meta = json_object_get(j->doc, "metadata");
-    int r = k8s_buf_printf(j->explain, "%s %s/%s %s: %s: %s", str_at(j->doc, "kind"), j->ns,
-                           str_at(meta, "name") ? str_at(meta, "name") : "?", s->label,
-                           mo->inject ? "inject" : "skip", mo->reason);
+    int r = k8s_buf_printf(j->explain, "%s %s%s%s %s: %s: %s", str_at(j->doc, "kind"), j->ns,
+                           *j->ns ? "/" : "", str_at(meta, "name") ? str_at(meta, "name") : "?",
+                           s->label, mo->inject ? "inject" : "skip", mo->reason);
     if (r == 0 && mo->inject)
         r = k8s_buf_printf(j->explain, " [%d container(s), %zu operation(s)]", mo->containers,
                            json_array_size(mo->patch));
@@ -152,8 +152,8 @@ static int by_kind(struct job *j, const char *kind, const char *name)
                             name);
     }
     if (j->explain)
-        return k8s_buf_printf(j->explain, "%s %s/%s: skip: kind %s has no pod template we inject\n",
-                              kind, j->ns, name, kind);
+        return k8s_buf_printf(j->explain, "%s %s%s%s: skip: kind %s has no pod template we inject\n",
+                              kind, j->ns, *j->ns ? "/" : "", name, kind);
     return 0;
 }
 

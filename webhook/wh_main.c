@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
 #include "k8s_log.h"
 #include "k8s_metrics.h"
 #include "k8s_time.h"
@@ -104,6 +105,7 @@ static int serve(int argc, char **argv, int argi)
 
 int main(int argc, char **argv)
 {
+    k8s_arena_jansson_install(); /* before any jansson use or thread */
     const char *cmd = argc > 1 ? argv[1] : "serve";
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("mldiagnostics-webhook %s\n", MLD_VERSION);

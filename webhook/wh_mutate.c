@@ -1,6 +1,7 @@
 #include "wh_mutate.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,45 +234,79 @@ static int build_attrs(const struct ctx *x, struct wh_attrs *a)
     return r;
 }
 
+static json_t *str(const char *s)
+{
+    return json_string_nocheck(s);
+}
+
+/* {"k1": v1, "k2": v2, ...} from NULL-terminated key/value pairs (steals). */
+static json_t *obj(const char *k, json_t *v, ...)
+{
+    json_t *o = json_object();
+    va_list ap;
+    va_start(ap, v);
+    for (; k; k = va_arg(ap, const char *), v = k ? va_arg(ap, json_t *) : NULL)
+        json_object_set_new_nocheck(o, k, v);
+    va_end(ap);
+    return o;
+}
+
+static const char *const volume_items[][2] = {{"labels", "metadata.labels"},
+                                              {"annotations", "metadata.annotations"},
+                                              {"pod_name", "metadata.name"},
+                                              {"pod_namespace", "metadata.namespace"},
+                                              {"pod_uid", "metadata.uid"}};
+
 static json_t *volume_json(void)
 {
-    static const char *const items[][2] = {{"labels", "metadata.labels"},
-                                           {"annotations", "metadata.annotations"},
-                                           {"pod_name", "metadata.name"},
-                                           {"pod_namespace", "metadata.namespace"},
-                                           {"pod_uid", "metadata.uid"}};
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < 5; i++)
-        json_array_append_new(arr, json_pack("{s:s, s:{s:s, s:s}}", "path", items[i][0],
-                                             "fieldRef", "apiVersion", "v1", "fieldPath",
-                                             items[i][1]));
-    return arr ? json_pack("{s:s, s:{s:o}}", "name", WH_VOLUME_NAME, "downwardAPI", "items", arr)
-               : NULL;
+    json_t *items = json_array();
+    for (size_t i = 0; i < 5; i++)
+        json_array_append_new(
+            items, obj("path", str(volume_items[i][0]), "fieldRef",
+                       obj("apiVersion", str("v1"), "fieldPath", str(volume_items[i][1]), NULL),
+                       NULL));
+    return obj("name", str(WH_VOLUME_NAME), "downwardAPI", obj("items", items, NULL), NULL);
 }
 
 static json_t *mount_json(void)
 {
-    return json_pack("{s:s, s:s, s:b}", "name", WH_VOLUME_NAME, "mountPath", WH_MOUNT_PATH,
-                     "readOnly", 1);
+    return obj("name", str(WH_VOLUME_NAME), "mountPath", str(WH_MOUNT_PATH), "readOnly",
+               json_true(), NULL);
 }
 
-/* "<version>;<first 12 hex of sha256(injected config)>". */
+/* "<version>;<first 12 hex of sha256(injected config)>": the hash covers
+ * every injected variable and the volume, so pods injected under
+ * different settings are told apart. */
 static int injection_value(const struct wh_envset *set, char *out, size_t cap)
 {
-    json_t *cfg = json_pack("{s:o, s:o, s:o}", "env", wh_envset_json(set), "volume",
-                            volume_json(), "mount", mount_json());
-    char *s = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-    json_decref(cfg);
-    if (!s)
-        return -K8S_ENOMEM;
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    int r = 0;
+    for (size_t i = 0; i < set->n && r == 0; i++) {
+        const struct wh_env_var *v = &set->v[i];
+        r = k8s_buf_printf(&b, "env %s=%s%s\n", v->name, v->value ? "" : "fieldRef:",
+                           v->value ? v->value : v->field_path);
+    }
+    for (size_t i = 0; i < 5 && r == 0; i++)
+        r = k8s_buf_printf(&b, "volume %s %s\n", volume_items[i][0], volume_items[i][1]);
+    r = r ? r : k8s_buf_printf(&b, "mount %s %s ro\n", WH_VOLUME_NAME, WH_MOUNT_PATH);
+    if (r < 0)
+        return r;
     char hex[65];
-    k8s_sha256_hex(s, strlen(s), hex);
-    free(s);
+    k8s_sha256_hex(b.data, b.len, hex);
+    k8s_buf_done(&b);
     snprintf(out, cap, "%s;%.12s", MLD_VERSION, hex);
     return 0;
 }
 
 /* ---------- the patch ---------- */
+
+static json_t *one(json_t *v)
+{
+    json_t *a = json_array();
+    json_array_append_new(a, v);
+    return a;
+}
 
 static int add_op(struct ctx *x, const char *base, const char *seg, json_t *value)
 {
@@ -296,11 +331,11 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
     snprintf(base, sizeof(base), "%s/metadata", x->in->path);
     const json_t *ann = json_object_get(x->meta, "annotations");
     if (!x->meta || !ann || json_is_null(ann)) {
-        json_t *all = json_pack("{s:s, s:s, s:s}", keys[0], vals[0], keys[1], vals[1], keys[2],
-                                vals[2]);
+        json_t *all = obj(keys[0], str(vals[0]), keys[1], str(vals[1]), keys[2], str(vals[2]),
+                          NULL);
         if (x->meta)
             return add_op(x, base, "annotations", all);
-        return add_op(x, base, NULL, json_pack("{s:o}", "annotations", all));
+        return add_op(x, base, NULL, obj("annotations", all, NULL));
     }
     if (!json_is_object(ann)) {
         wh_warnf(x->out->warnings, "metadata.annotations is not a map; pod annotations not set");
@@ -309,7 +344,7 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
     strcat(base, "/annotations");
     for (size_t i = 0; i < 3; i++)
         if (!json_object_get(ann, keys[i])) {
-            int r = add_op(x, base, keys[i], json_string(vals[i]));
+            int r = add_op(x, base, keys[i], str(vals[i]));
             if (r < 0)
                 return r;
         }
@@ -372,7 +407,7 @@ static int patch_volume(struct ctx *x, bool needed, bool *ret_present)
         return 0;
     *ret_present = true;
     if (!vols || json_is_null(vols))
-        return add_op(x, base, NULL, json_pack("[o]", volume_json()));
+        return add_op(x, base, NULL, one(volume_json()));
     strcat(base, "/-");
     return add_op(x, base, NULL, volume_json());
 }
@@ -390,7 +425,7 @@ static int patch_mount(struct ctx *x, const struct target *t, enum mount_state s
     const json_t *mounts = json_object_get(t->c, "volumeMounts");
     snprintf(base, sizeof(base), "%s/volumeMounts", t->path);
     if (!mounts || json_is_null(mounts))
-        return add_op(x, base, NULL, json_pack("[o]", mount_json()));
+        return add_op(x, base, NULL, one(mount_json()));
     strcat(base, "/-");
     return add_op(x, base, NULL, mount_json());
 }

@@ -5,8 +5,33 @@
 #include <string.h>
 
 #include "k8s_codec.h"
+#include "k8s_json.h"
+#include "k8s_jsonload.h"
 
 #define GROUP "admission.k8s.io/"
+
+/* The members of a review that the webhook reads (wh_mutate reads nothing
+ * else of the pod); everything else is validated and skipped. */
+static const struct k8s_json_filter f_container[] = {
+    {"name", NULL}, {"env", NULL}, {"volumeMounts", NULL}, {"restartPolicy", NULL}, {NULL}};
+static const struct k8s_json_filter f_volume[] = {{"name", NULL}, {NULL}};
+static const struct k8s_json_filter f_spec[] = {{"containers", f_container},
+                                                {"initContainers", f_container},
+                                                {"volumes", f_volume},
+                                                {NULL}};
+static const struct k8s_json_filter f_meta[] = {
+    {"name", NULL},        {"generateName", NULL},    {"namespace", NULL},
+    {"labels", NULL},      {"annotations", NULL},     {"ownerReferences", NULL},
+    {"uid", NULL},         {"creationTimestamp", NULL}, {NULL}};
+static const struct k8s_json_filter f_object[] = {
+    {"apiVersion", NULL}, {"kind", NULL}, {"metadata", f_meta}, {"spec", f_spec}, {NULL}};
+static const struct k8s_json_filter f_request[] = {
+    {"uid", NULL},       {"kind", NULL},      {"resource", NULL},
+    {"subResource", NULL}, {"namespace", NULL}, {"name", NULL},
+    {"operation", NULL}, {"dryRun", NULL},    {"object", f_object},
+    {NULL}};
+const struct k8s_json_filter wh_review_filter[] = {
+    {"apiVersion", NULL}, {"kind", NULL}, {"request", f_request}, {NULL}};
 
 static const char *str_at(const json_t *o, const char *k)
 {
@@ -64,14 +89,14 @@ static void describe(struct wh_review *rv, const json_t *req)
 int wh_review_decode(const char *body, size_t len, struct wh_review *ret,
                      struct k8s_error *reterr)
 {
-    json_error_t je;
-    json_t *root = json_loadb(body, len, 0, &je);
-    if (!root)
-        return k8s_error_set(reterr, -K8S_EPARSE,
-                             "request body is not valid JSON: %s (line %d, column %d)", je.text,
-                             je.line, je.column);
+    json_t *root = NULL;
+    int r = k8s_json_load_filtered(body, len, wh_review_filter, &root, reterr);
+    if (r < 0) {
+        k8s_error_prefix(reterr, "request body is not valid JSON");
+        return r;
+    }
     struct wh_review rv = {.root = root};
-    int r = check_envelope(root, &rv.version, reterr);
+    r = check_envelope(root, &rv.version, reterr);
     if (r < 0) {
         json_decref(root);
         return r;
@@ -99,40 +124,33 @@ void wh_review_done(struct wh_review *rv)
     rv->root = NULL;
 }
 
-static int attach_patch(json_t *resp, const json_t *patch)
-{
-    char *raw = json_dumps(patch, JSON_COMPACT);
-    if (!raw)
-        return -K8S_ENOMEM;
-    char *b64 = k8s_base64_encode(raw, strlen(raw), NULL);
-    free(raw);
-    if (!b64)
-        return -K8S_ENOMEM;
-    int r = json_object_set_new(resp, "patchType", json_string("JSONPatch")) |
-            json_object_set_new(resp, "patch", json_string(b64));
-    free(b64);
-    return r < 0 ? -K8S_ENOMEM : 0;
-}
+static const char *const api_versions[] = {GROUP "v1", GROUP "v1beta1"};
 
+/* The envelope is written directly: the patch goes in as base64 without a
+ * second pass of JSON escaping over it. */
 char *wh_review_respond(const struct wh_review *rv, const json_t *patch, const json_t *warnings,
                         size_t *ret_len)
 {
-    json_t *resp = json_pack("{s:s, s:b}", "uid", rv->uid, "allowed", 1);
-    json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion",
-                            rv->version == WH_REVIEW_V1 ? GROUP "v1" : GROUP "v1beta1", "kind",
-                            "AdmissionReview", "response", resp);
-    char *out = NULL;
-    if (!doc)
-        return NULL;
-    if (json_array_size(patch) > 0 && attach_patch(resp, patch) < 0)
-        goto out_free_doc;
-    if (json_array_size(warnings) > 0 &&
-        json_object_set(resp, "warnings", (json_t *)warnings) < 0)
-        goto out_free_doc;
-    out = json_dumps(doc, JSON_COMPACT);
-    if (out && ret_len)
-        *ret_len = strlen(out);
-out_free_doc:
-    json_decref(doc);
-    return out;
+    struct k8s_buf raw, out;
+    k8s_buf_init(&raw, 1 << 28);
+    k8s_buf_init(&out, 1 << 29);
+    bool patched = json_array_size(patch) > 0;
+    int r = k8s_buf_printf(&out, "{\"apiVersion\":\"%s\",\"kind\":\"AdmissionReview\","
+                                 "\"response\":{\"uid\":",
+                           api_versions[rv->version]);
+    r = r ? r : k8s_json_write_string(rv->uid, strlen(rv->uid), &out);
+    r = r ? r : k8s_buf_appends(&out, ",\"allowed\":true");
+    if (r == 0 && patched) {
+        r = k8s_json_write(patch, &raw);
+        r = r ? r : k8s_buf_appends(&out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        r = r ? r : k8s_base64_append(&out, raw.data, raw.len);
+        r = r ? r : k8s_buf_appends(&out, "\"");
+    }
+    if (r == 0 && json_array_size(warnings) > 0) {
+        r = k8s_buf_appends(&out, ",\"warnings\":");
+        r = r ? r : k8s_json_write(warnings, &out);
+    }
+    r = r ? r : k8s_buf_appends(&out, "}}");
+    k8s_buf_done(&raw);
+    return r ? NULL : k8s_buf_take(&out, ret_len);
 }

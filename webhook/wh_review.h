@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "k8s_err.h"
+#include "k8s_jsonload.h"
 
 enum wh_review_version { WH_REVIEW_V1, WH_REVIEW_V1BETA1 };
 
@@ -28,6 +29,14 @@ struct wh_review {
     bool dry_run;
     char what[300];        /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
 };
+
+/* What wh_review_decode keeps of a review (all else is validated, then
+ * dropped): the envelope, request identity fields, and of the object its
+ * metadata (name, generateName, namespace, labels, annotations,
+ * ownerReferences, uid, creationTimestamp) and spec (containers and
+ * initContainers with name, env, volumeMounts, restartPolicy; volume
+ * names). The mutation core reads nothing else. */
+extern const struct k8s_json_filter wh_review_filter[];
 
 /* Decode body[0..len). On failure returns -K8S_EPARSE (not JSON) or
  * -K8S_EINVAL (not an AdmissionReview) with a one-line reason in reterr,

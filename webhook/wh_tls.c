@@ -11,7 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "k8s_cert.h"
+#include "k8s_buf.h"
+#include <gnutls/x509.h>
 #include "k8s_time.h"
 
 #define MAX_CHAIN 16
@@ -77,23 +78,85 @@ static bool same_id(const struct file_id *a, const struct file_id *b)
            a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
 }
 
-static int import_gnutls(struct pair *p, const char *cert, size_t clen, const char *key,
-                         size_t klen, const struct wh_tls *t, struct k8s_error *reterr)
+static int import_chain(struct pair *p, const char *pem, size_t len, const char *name,
+                        struct k8s_error *reterr)
 {
-    gnutls_datum_t cd = {(unsigned char *)cert, (unsigned)clen};
-    gnutls_datum_t kd = {(unsigned char *)key, (unsigned)klen};
+    gnutls_datum_t d = {(unsigned char *)pem, (unsigned)len};
     p->n = MAX_CHAIN;
-    int g = gnutls_pcert_list_import_x509_raw(p->pcert, &p->n, &cd, GNUTLS_X509_FMT_PEM, 0);
+    int g = gnutls_pcert_list_import_x509_raw(p->pcert, &p->n, &d, GNUTLS_X509_FMT_PEM, 0);
     if (g < 0) {
         p->n = 0;
-        return k8s_error_set(reterr, -K8S_ETLS, "%s: %s", t->cert_file, gnutls_strerror(g));
+        return k8s_error_set(reterr, -K8S_ETLS, "%s: no usable PEM certificate (%s)", name,
+                             gnutls_strerror(g));
     }
-    g = gnutls_privkey_init(&p->key);
-    if (g == 0)
-        g = gnutls_privkey_import_x509_raw(p->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0);
-    if (g < 0)
-        return k8s_error_set(reterr, -K8S_ETLS, "%s: %s", t->key_file, gnutls_strerror(g));
     return 0;
+}
+
+static int import_key(struct pair *p, const char *pem, size_t len, const char *name,
+                      struct k8s_error *reterr)
+{
+    gnutls_datum_t d = {(unsigned char *)pem, (unsigned)len};
+    int g = gnutls_privkey_init(&p->key);
+    if (g == 0)
+        g = gnutls_privkey_import_x509_raw(p->key, &d, GNUTLS_X509_FMT_PEM, NULL, 0);
+    if (g < 0)
+        return k8s_error_set(reterr, -K8S_ETLS, "%s: cannot parse the private key (%s)", name,
+                             gnutls_strerror(g));
+    return 0;
+}
+
+/* Does the private key belong to the leaf certificate? */
+static bool key_matches(struct pair *p)
+{
+    unsigned char a[64], b[64];
+    size_t na = sizeof(a), nb = sizeof(b);
+    gnutls_pubkey_t pub;
+    if (gnutls_pubkey_init(&pub) < 0)
+        return false;
+    bool ok = gnutls_pubkey_import_privkey(pub, p->key, 0, 0) == 0 &&
+              gnutls_pubkey_get_key_id(pub, GNUTLS_KEYID_USE_SHA256, a, &na) == 0 &&
+              gnutls_pubkey_get_key_id(p->pcert[0].pubkey, GNUTLS_KEYID_USE_SHA256, b, &nb) == 0 &&
+              na == nb && !memcmp(a, b, na);
+    gnutls_pubkey_deinit(pub);
+    return ok;
+}
+
+static int check_dates(struct pair *p, const char *name, struct k8s_error *reterr)
+{
+    gnutls_x509_crt_t crt;
+    char when[32];
+    time_t now = time(NULL), nb = 0;
+    if (gnutls_x509_crt_init(&crt) < 0)
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    if (gnutls_x509_crt_import(crt, &p->pcert[0].cert, GNUTLS_X509_FMT_DER) == 0) {
+        p->not_after = gnutls_x509_crt_get_expiration_time(crt);
+        nb = gnutls_x509_crt_get_activation_time(crt);
+    }
+    gnutls_x509_crt_deinit(crt);
+    if (p->not_after <= now) {
+        k8s_time_rfc3339(p->not_after, when);
+        return k8s_error_set(reterr, -K8S_ETLS, "%s: certificate expired at %s", name, when);
+    }
+    if (nb > now) {
+        k8s_time_rfc3339(nb, when);
+        return k8s_error_set(reterr, -K8S_ETLS, "%s: certificate is not valid before %s", name,
+                             when);
+    }
+    return 0;
+}
+
+/* Parse and check the pair with GnuTLS, the library that will serve it:
+ * the certificate chain parses, the key parses and belongs to the leaf,
+ * and the leaf is within its validity dates. */
+static int check_pair(struct pair *p, const char *cert, size_t clen, const char *key,
+                      size_t klen, const struct wh_tls *t, struct k8s_error *reterr)
+{
+    int r = import_chain(p, cert, clen, t->cert_file, reterr);
+    r = r ? r : import_key(p, key, klen, t->key_file, reterr);
+    if (r == 0 && !key_matches(p))
+        r = k8s_error_set(reterr, -K8S_ETLS, "%s does not match the certificate in %s",
+                          t->key_file, t->cert_file);
+    return r ? r : check_dates(p, t->cert_file, reterr);
 }
 
 /* Read, check and import the files into a new pair. */
@@ -101,22 +164,18 @@ static int load_pair(const struct wh_tls *t, struct pair **ret, struct k8s_error
 {
     char *cert = NULL, *key = NULL;
     size_t clen = 0, klen = 0;
-    struct k8s_cert_info info;
     struct pair *p = calloc(1, sizeof(*p));
     int r = p ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
-    if (r == 0 && (!stat_id(t->cert_file, &p->cert_id) || !stat_id(t->key_file, &p->key_id)))
-        r = k8s_error_set(reterr, -K8S_EIO, "%s: %s",
-                          stat_id(t->cert_file, &p->cert_id) ? t->key_file : t->cert_file,
-                          strerror(errno));
+    if (r == 0 && !stat_id(t->cert_file, &p->cert_id))
+        r = k8s_error_set(reterr, -K8S_EIO, "%s: %s", t->cert_file, strerror(errno));
+    if (r == 0 && !stat_id(t->key_file, &p->key_id))
+        r = k8s_error_set(reterr, -K8S_EIO, "%s: %s", t->key_file, strerror(errno));
     if (r == 0)
         r = k8s_read_file(t->cert_file, MAX_PEM, &cert, &clen, reterr);
     if (r == 0)
         r = k8s_read_file(t->key_file, MAX_PEM, &key, &klen, reterr);
     if (r == 0)
-        r = k8s_cert_check_pair(cert, clen, key, klen, t->cert_file, t->key_file, time(NULL),
-                                &info, reterr);
-    if (r == 0)
-        r = import_gnutls(p, cert, clen, key, klen, t, reterr);
+        r = check_pair(p, cert, clen, key, klen, t, reterr);
     if (key)
         explicit_bzero(key, klen);
     free(cert);
@@ -125,7 +184,6 @@ static int load_pair(const struct wh_tls *t, struct pair **ret, struct k8s_error
         pair_free(p);
         return r;
     }
-    p->not_after = info.not_after;
     *ret = p;
     return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * wh_tls — the webhook's serving certificate, reloaded without a restart.
  *
- * The certificate and key are read from files, checked with OpenSSL (key
- * matches, dates valid) and imported into GnuTLS for libmicrohttpd, which
+ * The certificate and key are read from files, checked with GnuTLS — the
+ * library that serves them — (the chain parses, the key parses and belongs
+ * to the leaf, the dates are valid) and handed to libmicrohttpd, which
  * asks for them at every TLS handshake through wh_tls_retrieve. A watcher
  * thread (inotify on the files' directories, plus a periodic stat) swaps
  * in a new pair when the files change — including Kubernetes' atomic

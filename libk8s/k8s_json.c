@@ -1,0 +1,136 @@
+#include "k8s_json.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+/* 1 for bytes that must be escaped in a JSON string (jansson's set). */
+static const unsigned char needs_escape[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['"'] = 1, ['\\'] = 1,
+};
+
+static int escape_byte(unsigned char c, struct k8s_buf *out)
+{
+    switch (c) {
+    case '"':
+        return k8s_buf_append(out, "\\\"", 2);
+    case '\\':
+        return k8s_buf_append(out, "\\\\", 2);
+    case '\b':
+        return k8s_buf_append(out, "\\b", 2);
+    case '\f':
+        return k8s_buf_append(out, "\\f", 2);
+    case '\n':
+        return k8s_buf_append(out, "\\n", 2);
+    case '\r':
+        return k8s_buf_append(out, "\\r", 2);
+    case '\t':
+        return k8s_buf_append(out, "\\t", 2);
+    default:
+        return k8s_buf_printf(out, "\\u%04X", c);
+    }
+}
+
+int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out)
+{
+    int r = k8s_buf_append(out, "\"", 1);
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (r == 0 && p < end) {
+        const unsigned char *run = p;
+        while (p < end && !needs_escape[*p])
+            p++;
+        if (p > run)
+            r = k8s_buf_append(out, run, (size_t)(p - run));
+        if (r == 0 && p < end)
+            r = escape_byte(*p++, out);
+    }
+    return r ? r : k8s_buf_append(out, "\"", 1);
+}
+
+/* jansson's jsonp_dtostr: "%.17g", then a ".0" when the text would read
+ * back as an integer, and no '+' or leading zeros in the exponent. */
+static int write_real(double v, struct k8s_buf *out)
+{
+    char buf[64], fixed[64];
+    if (isnan(v) || isinf(v)) {
+        k8s_buf_done(out);
+        return -K8S_EINVAL;
+    }
+    int n = snprintf(buf, sizeof(buf), "%.17g", v);
+    if (!strchr(buf, '.') && !strchr(buf, 'e') && n + 2 < (int)sizeof(buf))
+        strcat(buf, ".0");
+    char *e = strchr(buf, 'e');
+    if (!e)
+        return k8s_buf_appends(out, buf);
+    size_t k = (size_t)(e - buf) + 1;
+    memcpy(fixed, buf, k);
+    const char *q = e + 1;
+    if (*q == '+')
+        q++;
+    else if (*q == '-')
+        fixed[k++] = *q++;
+    while (*q == '0' && q[1])
+        q++;
+    snprintf(fixed + k, sizeof(fixed) - k, "%s", q);
+    return k8s_buf_appends(out, fixed);
+}
+
+static int write_object(const json_t *v, struct k8s_buf *out)
+{
+    int r = k8s_buf_append(out, "{", 1);
+    bool first = true;
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)v, key, val)
+    {
+        if (r == 0 && !first)
+            r = k8s_buf_append(out, ",", 1);
+        if (r == 0)
+            r = k8s_json_write_string(key, strlen(key), out);
+        if (r == 0)
+            r = k8s_buf_append(out, ":", 1);
+        if (r == 0)
+            r = k8s_json_write(val, out);
+        first = false;
+        if (r)
+            return r;
+    }
+    return k8s_buf_append(out, "}", 1);
+}
+
+static int write_array(const json_t *v, struct k8s_buf *out)
+{
+    int r = k8s_buf_append(out, "[", 1);
+    for (size_t i = 0; r == 0 && i < json_array_size(v); i++) {
+        if (i)
+            r = k8s_buf_append(out, ",", 1);
+        if (r == 0)
+            r = k8s_json_write(json_array_get(v, i), out);
+    }
+    return r ? r : k8s_buf_append(out, "]", 1);
+}
+
+int k8s_json_write(const json_t *v, struct k8s_buf *out)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return write_object(v, out);
+    case JSON_ARRAY:
+        return write_array(v, out);
+    case JSON_STRING:
+        return k8s_json_write_string(json_string_value(v), json_string_length(v), out);
+    case JSON_INTEGER:
+        return k8s_buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    case JSON_REAL:
+        return write_real(json_real_value(v), out);
+    case JSON_TRUE:
+        return k8s_buf_append(out, "true", 4);
+    case JSON_FALSE:
+        return k8s_buf_append(out, "false", 5);
+    case JSON_NULL:
+        return k8s_buf_append(out, "null", 4);
+    }
+    return -K8S_EINVAL;
+}

@@ -1,0 +1,417 @@
+#include "k8s_jsonload.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_buf.h"
+
+/* Byte classes inside a string literal. */
+enum { C_PLAIN = 0, C_QUOTE, C_BACKSLASH, C_CONTROL, C_HIGH };
+
+static const unsigned char str_class[256] = {
+    [0x00 ... 0x1F] = C_CONTROL, ['"'] = C_QUOTE, ['\\'] = C_BACKSLASH, [0x80 ... 0xFF] = C_HIGH,
+};
+
+struct reader {
+    const unsigned char *start, *p, *end;
+    int depth;
+    const char *err; /* static text of the first problem */
+    const unsigned char *err_at;
+    struct k8s_buf text; /* decoded string or number text */
+};
+
+static int fail(struct reader *r, const char *what)
+{
+    if (!r->err) {
+        r->err = what;
+        r->err_at = r->p;
+    }
+    return -1;
+}
+
+static void skip_ws(struct reader *r)
+{
+    while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+        r->p++;
+}
+
+/* Length of the valid UTF-8 sequence at p (2-4), or 0. */
+static int utf8_len(const unsigned char *p, const unsigned char *end)
+{
+    unsigned char c = p[0], lo = 0x80, hi = 0xBF;
+    int n;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    else
+        return 0;
+    if (end - p < n || p[1] < lo || p[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+static int hex4(struct reader *r, unsigned *ret)
+{
+    unsigned v = 0;
+    if (r->end - r->p < 4)
+        return fail(r, "invalid \\u escape");
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = r->p[i];
+        unsigned d = c >= '0' && c <= '9'   ? c - '0'
+                     : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                     : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                            : 16;
+        if (d == 16)
+            return fail(r, "invalid \\u escape");
+        v = v * 16 + d;
+    }
+    r->p += 4;
+    *ret = v;
+    return 0;
+}
+
+static int put_utf8(struct reader *r, unsigned cp)
+{
+    unsigned char b[4];
+    int n;
+    if (cp < 0x80)
+        b[0] = (unsigned char)cp, n = 1;
+    else if (cp < 0x800)
+        b[0] = (unsigned char)(0xC0 | cp >> 6), b[1] = (unsigned char)(0x80 | (cp & 0x3F)), n = 2;
+    else if (cp < 0x10000)
+        b[0] = (unsigned char)(0xE0 | cp >> 12), b[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F)),
+        b[2] = (unsigned char)(0x80 | (cp & 0x3F)), n = 3;
+    else
+        b[0] = (unsigned char)(0xF0 | cp >> 18), b[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F)),
+        b[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F)), b[3] = (unsigned char)(0x80 | (cp & 0x3F)),
+        n = 4;
+    return k8s_buf_append(&r->text, b, (size_t)n);
+}
+
+/* \uXXXX (after the 'u'), with surrogate pairs; NUL is refused like jansson. */
+static int unicode_escape(struct reader *r, bool keep)
+{
+    unsigned cp, lo;
+    if (hex4(r, &cp) < 0)
+        return -1;
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return fail(r, "invalid Unicode: lone low surrogate");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (r->end - r->p < 2 || r->p[0] != '\\' || r->p[1] != 'u')
+            return fail(r, "invalid Unicode: high surrogate without a low one");
+        r->p += 2;
+        if (hex4(r, &lo) < 0 || lo < 0xDC00 || lo > 0xDFFF)
+            return fail(r, "invalid Unicode: high surrogate without a low one");
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+    }
+    if (cp == 0)
+        return fail(r, "\\u0000 is not allowed");
+    return keep && put_utf8(r, cp) < 0 ? fail(r, "out of memory") : 0;
+}
+
+static int escape(struct reader *r, bool keep)
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    r->p++; /* the backslash */
+    if (r->p >= r->end)
+        return fail(r, "unterminated string");
+    unsigned char c = *r->p++;
+    if (c == 'u')
+        return unicode_escape(r, keep);
+    const char *at = c ? strchr(from, c) : NULL;
+    if (!at)
+        return fail(r, "invalid escape");
+    return keep && k8s_buf_append(&r->text, &to[at - from], 1) < 0 ? fail(r, "out of memory")
+                                                                    : 0;
+}
+
+/* Word-at-a-time test: does any byte of x need a closer look (a quote, a
+ * backslash, a control character or a non-ASCII byte)? */
+static bool word_special(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
+    uint64_t zero_q = (quote - ones) & ~quote, zero_b = (bslash - ones) & ~bslash;
+    uint64_t ctrl = (x - ones * 0x20) & ~x; /* bytes < 0x20 */
+    return ((zero_q | zero_b | ctrl) & highs) || (x & highs);
+}
+
+/* Skip bytes that need no attention inside a string literal. */
+static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
+{
+    uint64_t w;
+    while (end - p >= 8) {
+        memcpy(&w, p, 8);
+        if (word_special(w))
+            break;
+        p += 8;
+    }
+    while (p < end && str_class[*p] == C_PLAIN)
+        p++;
+    return p;
+}
+
+/* A string literal at r->p (the opening quote); decoded into r->text when
+ * keep. */
+static int string_lit(struct reader *r, bool keep)
+{
+    r->p++;
+    if (keep)
+        k8s_buf_reset(&r->text);
+    for (;;) {
+        const unsigned char *run = r->p;
+        r->p = plain_run(r->p, r->end);
+        if (keep && r->p > run && k8s_buf_append(&r->text, run, (size_t)(r->p - run)) < 0)
+            return fail(r, "out of memory");
+        if (r->p >= r->end)
+            return fail(r, "unterminated string");
+        switch (str_class[*r->p]) {
+        case C_QUOTE:
+            r->p++;
+            return 0;
+        case C_BACKSLASH:
+            if (escape(r, keep) < 0)
+                return -1;
+            break;
+        case C_CONTROL:
+            return fail(r, "control character in string");
+        default: {
+            int n = utf8_len(r->p, r->end);
+            if (!n)
+                return fail(r, "invalid UTF-8 in string");
+            if (keep && k8s_buf_append(&r->text, r->p, (size_t)n) < 0)
+                return fail(r, "out of memory");
+            r->p += n;
+        }
+        }
+    }
+}
+
+static bool digit(const struct reader *r)
+{
+    return r->p < r->end && *r->p >= '0' && *r->p <= '9';
+}
+
+static int number(struct reader *r, bool keep, json_t **out)
+{
+    const unsigned char *s = r->p;
+    bool real = false;
+    if (*r->p == '-')
+        r->p++;
+    if (!digit(r))
+        return fail(r, "invalid number");
+    if (*r->p++ != '0')
+        while (digit(r))
+            r->p++;
+    if (r->p < r->end && *r->p == '.') {
+        r->p++, real = true;
+        if (!digit(r))
+            return fail(r, "invalid number");
+        while (digit(r))
+            r->p++;
+    }
+    if (r->p < r->end && (*r->p == 'e' || *r->p == 'E')) {
+        r->p++, real = true;
+        if (r->p < r->end && (*r->p == '+' || *r->p == '-'))
+            r->p++;
+        if (!digit(r))
+            return fail(r, "invalid number");
+        while (digit(r))
+            r->p++;
+    }
+    if (!keep)
+        return 0;
+    k8s_buf_reset(&r->text);
+    if (k8s_buf_append(&r->text, s, (size_t)(r->p - s)) < 0)
+        return fail(r, "out of memory");
+    errno = 0;
+    if (!real) {
+        long long v = strtoll(r->text.data, NULL, 10);
+        if (errno == ERANGE)
+            return r->p = s, fail(r, "too big integer");
+        *out = json_integer(v);
+    } else {
+        double v = strtod(r->text.data, NULL);
+        if (errno == ERANGE && isinf(v))
+            return r->p = s, fail(r, "real number overflow");
+        *out = json_real(v);
+    }
+    return *out ? 0 : fail(r, "out of memory");
+}
+
+static int literal(struct reader *r, bool keep, json_t **out)
+{
+    static const struct {
+        const char *word;
+        json_type type;
+    } lits[] = {{"true", JSON_TRUE}, {"false", JSON_FALSE}, {"null", JSON_NULL}};
+    for (size_t i = 0; i < 3; i++) {
+        size_t n = strlen(lits[i].word);
+        if ((size_t)(r->end - r->p) >= n && !memcmp(r->p, lits[i].word, n)) {
+            r->p += n;
+            if (keep)
+                *out = lits[i].type == JSON_TRUE    ? json_true()
+                       : lits[i].type == JSON_FALSE ? json_false()
+                                                    : json_null();
+            return 0;
+        }
+    }
+    return fail(r, "invalid token");
+}
+
+static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out);
+
+static const struct k8s_json_filter *match(const struct k8s_json_filter *f, const char *key,
+                                           bool *found)
+{
+    for (; f->key; f++)
+        if (!strcmp(f->key, key) || !strcmp(f->key, "*")) {
+            *found = true;
+            return f->keep;
+        }
+    *found = false;
+    return NULL;
+}
+
+/* One "key": value member of an object being built (obj NULL: skipping). */
+static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj)
+{
+    char small[256], *key = small;
+    const struct k8s_json_filter *sub = NULL;
+    bool keep = obj != NULL;
+    if (r->p >= r->end || *r->p != '"')
+        return fail(r, "string or '}' expected");
+    if (string_lit(r, keep) < 0)
+        return -1;
+    if (keep && r->text.len >= sizeof(small) && !(key = strdup(r->text.data)))
+        return fail(r, "out of memory");
+    if (keep && key == small)
+        memcpy(small, r->text.data ? r->text.data : "", r->text.len + 1);
+    if (keep && f)
+        sub = match(f, key, &keep);
+    skip_ws(r);
+    json_t *v = NULL;
+    int rc = r->p < r->end && *r->p == ':' ? 0 : fail(r, "':' expected");
+    if (rc == 0)
+        r->p++, rc = value(r, sub, keep, &v);
+    if (rc == 0 && v && json_object_set_new_nocheck(obj, key, v) < 0)
+        rc = fail(r, "out of memory");
+    if (key != small)
+        free(key);
+    return rc;
+}
+
+static int container(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out,
+                     bool is_object)
+{
+    unsigned char close = is_object ? '}' : ']';
+    json_t *c = NULL;
+    if (++r->depth > K8S_JSONLOAD_MAX_DEPTH)
+        return fail(r, "maximum parsing depth reached");
+    if (keep && !(c = is_object ? json_object() : json_array()))
+        return fail(r, "out of memory");
+    r->p++;
+    skip_ws(r);
+    bool first = true;
+    int rc = 0;
+    while (rc == 0) {
+        if (r->p < r->end && *r->p == close && first) {
+            r->p++;
+            break;
+        }
+        if (is_object) {
+            rc = member(r, f, c);
+        } else {
+            json_t *v = NULL;
+            rc = value(r, f, keep, &v);
+            if (rc == 0 && v && json_array_append_new(c, v) < 0)
+                rc = fail(r, "out of memory");
+        }
+        skip_ws(r);
+        if (rc == 0 && r->p < r->end && *r->p == ',')
+            r->p++, skip_ws(r), first = false;
+        else if (rc == 0 && r->p < r->end && *r->p == close)
+            r->p++, first = true, rc = 1;
+        else if (rc == 0)
+            rc = fail(r, is_object ? "',' or '}' expected" : "',' or ']' expected");
+    }
+    r->depth--;
+    if (rc < 0) {
+        json_decref(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out)
+{
+    skip_ws(r);
+    if (r->p >= r->end)
+        return fail(r, "unexpected end of input");
+    switch (*r->p) {
+    case '{':
+        return container(r, f, keep, out, true);
+    case '[':
+        return container(r, f, keep, out, false);
+    case '"':
+        if (string_lit(r, keep) < 0)
+            return -1;
+        if (keep && !(*out = json_stringn_nocheck(r->text.data ? r->text.data : "", r->text.len)))
+            return fail(r, "out of memory");
+        return 0;
+    case 't':
+    case 'f':
+    case 'n':
+        return literal(r, keep, out);
+    default:
+        if (*r->p == '-' || (*r->p >= '0' && *r->p <= '9'))
+            return number(r, keep, out);
+        return fail(r, "invalid token");
+    }
+}
+
+static int report(struct reader *r, struct k8s_error *reterr)
+{
+    int line = 1, col = 1;
+    for (const unsigned char *q = r->start; q < r->err_at; q++, col++)
+        if (*q == '\n')
+            line++, col = 0;
+    bool oom = !strcmp(r->err, "out of memory");
+    return k8s_error_set(reterr, oom ? -K8S_ENOMEM : -K8S_EPARSE, "%s (line %d, column %d)",
+                         r->err, line, col);
+}
+
+int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                           json_t **ret, struct k8s_error *reterr)
+{
+    struct reader r = {.start = (const unsigned char *)buf,
+                       .p = (const unsigned char *)buf,
+                       .end = (const unsigned char *)buf + len};
+    json_t *doc = NULL;
+    k8s_buf_init(&r.text, len + 1);
+    skip_ws(&r);
+    int rc = r.p < r.end && (*r.p == '{' || *r.p == '[') ? value(&r, filter, true, &doc)
+                                                          : fail(&r, "'[' or '{' expected");
+    skip_ws(&r);
+    if (rc == 0 && r.p != r.end)
+        rc = fail(&r, "end of input expected");
+    k8s_buf_done(&r.text);
+    if (rc < 0) {
+        json_decref(doc);
+        return report(&r, reterr);
+    }
+    *ret = doc;
+    return 0;
+}

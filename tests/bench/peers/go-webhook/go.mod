@@ -1,0 +1,3 @@
+module mldbench/gowebhook
+
+go 1.19

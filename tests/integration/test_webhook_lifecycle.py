@@ -1,0 +1,170 @@
+"""Lifecycle of the real webhook binary: SIGTERM drain with requests in
+flight, the shutdown deadline, slow clients, probes and metrics."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+import controllers  # noqa: E402
+from harness import SLOW, Webhook, free_port  # noqa: E402
+
+REVIEW = json.dumps(controllers.review(
+    {"apiVersion": "v1", "kind": "Pod",
+     "metadata": {"name": "p", "labels": {"managed-mldiagnostics-gke": "true"}},
+     "spec": {"containers": [{"name": "c", "image": "i"}]}}, "ns")).encode()
+
+
+def start_slow_post(wh, first_part):
+    """Open a request and send its headers plus the first part of the body."""
+    c = wh.connect(timeout=30)
+    c.putrequest("POST", "/mutate?timeout=10s")
+    c.putheader("Content-Type", "application/json")
+    c.putheader("Content-Length", str(len(REVIEW)))
+    c.endheaders()
+    c.send(REVIEW[:first_part])
+    return c
+
+
+class DrainTest(unittest.TestCase):
+    def test_sigterm_answers_request_in_flight(self):
+        with Webhook("--shutdown-timeout", "20s") as wh:
+            idle = wh.connect()
+            self.assertEqual(wh.request("GET", "/readyz", conn=idle)[0], 200)
+            slow = start_slow_post(wh, 100)  # in flight: half a body sent
+            time.sleep(0.2 * SLOW)
+            wh.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5 * SLOW)
+            # not ready any more, and not accepting connections
+            status, headers, body = wh.request("GET", "/readyz", conn=idle)
+            self.assertEqual(status, 503)
+            self.assertEqual(headers.get("Connection"), "close")
+            with self.assertRaises(OSError):
+                socket.create_connection(("127.0.0.1", wh.port), timeout=2).close()
+            # the request in flight completes and is answered properly
+            slow.send(REVIEW[100:])
+            r = slow.getresponse()
+            self.assertEqual(r.status, 200)
+            doc = json.loads(r.read())
+            self.assertTrue(doc["response"]["allowed"])
+            self.assertIn("patch", doc["response"])
+            self.assertEqual(wh.proc.wait(timeout=10 * SLOW), 0)
+            self.assertIn('"unanswered":0', wh.logs())
+
+    def test_shutdown_timeout_bounds_the_drain(self):
+        with Webhook("--shutdown-timeout", "1s") as wh:
+            slow = start_slow_post(wh, 10)  # never finished
+            time.sleep(0.3 * SLOW)  # its headers have arrived: it is in flight
+            t0 = time.time()
+            wh.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(wh.proc.wait(timeout=10 * SLOW), 0)
+            self.assertLess(time.time() - t0, 1 + 2 * SLOW)
+            self.assertIn('"unanswered":1', wh.logs())
+            slow.close()
+
+    def test_sigterm_under_load_every_answer_complete(self):
+        with Webhook("--shutdown-timeout", "10s") as wh:
+            stop = threading.Event()
+            broken, answered = [], [0]
+            lock = threading.Lock()
+
+            def client():
+                c = None
+                while not stop.is_set():
+                    try:
+                        c = c or wh.connect(timeout=10)
+                        c.request("POST", "/mutate", body=REVIEW,
+                                  headers={"Content-Type": "application/json"})
+                    except (ConnectionRefusedError, ConnectionResetError, BrokenPipeError,
+                            http.client.RemoteDisconnected, OSError):
+                        # not sent (listener closed, idle connection closed): not in flight
+                        c = None
+                        if wh.proc.poll() is not None:
+                            return
+                        time.sleep(0.01)
+                        continue
+                    try:
+                        r = c.getresponse()
+                        data = r.read()
+                        ok = r.status == 200 and json.loads(data)["response"]["allowed"]
+                        with lock:
+                            answered[0] += 1
+                            if not ok:
+                                broken.append((r.status, data[:100]))
+                        if r.getheader("Connection") == "close":
+                            c.close()
+                            c = None
+                    except http.client.RemoteDisconnected:
+                        c = None  # closed while idle, before our request reached it
+                    except Exception as e:  # a started response that did not complete
+                        with lock:
+                            broken.append(repr(e))
+                        c = None
+
+            threads = [threading.Thread(target=client) for _ in range(6)]
+            for t in threads:
+                t.start()
+            time.sleep(1.0 * SLOW)
+            before = answered[0]
+            wh.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(wh.proc.wait(timeout=15 * SLOW), 0)
+            stop.set()
+            for t in threads:
+                t.join(timeout=30)
+            self.assertGreater(before, 20)
+            self.assertEqual(broken, [], "every response that started must be complete")
+
+
+class LimitsAndProbesTest(unittest.TestCase):
+    def test_slow_client_is_cut_off(self):
+        with Webhook("--request-timeout", "1s") as wh:
+            c = wh.connect(timeout=10)
+            c.connect()
+            c.sock.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")  # and then nothing
+            t0 = time.time()
+            data = c.sock.recv(100)  # the server closes the connection
+            self.assertEqual(data, b"")
+            self.assertLess(time.time() - t0, 4 * SLOW)
+            c.close()
+            self.assertEqual(wh.request("GET", "/healthz")[0], 200)
+
+    def test_metrics_and_probes(self):
+        port = free_port()
+        with Webhook("--metrics-bind-address", "127.0.0.1:%d" % port) as wh:
+            wh.review(REVIEW)
+            self.assertEqual(wh.request("POST", "/mutate", b"junk")[0], 400)
+            status, headers, text = wh.request("GET", "/metrics")
+            self.assertEqual(status, 200)
+            self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
+            text = text.decode()
+            for needle in ('mldiagnostics_webhook_requests_total{outcome="injected"} 1',
+                           'mldiagnostics_webhook_requests_total{outcome="invalid"} 1',
+                           'mldiagnostics_webhook_request_duration_seconds_bucket{le="5e-05"}',
+                           'mldiagnostics_webhook_request_duration_seconds_bucket{le="0.0005"}',
+                           'mldiagnostics_webhook_request_duration_seconds_bucket{le="+Inf"} 2',
+                           "mldiagnostics_webhook_request_duration_seconds_count 2",
+                           "# TYPE mldiagnostics_webhook_request_duration_seconds histogram",
+                           "mldiagnostics_webhook_inflight_requests 1",
+                           "mldiagnostics_webhook_ready 1"):
+                self.assertIn(needle, text)
+            expiry = float(re.search(r"^mldiagnostics_webhook_certificate_expiry_seconds (\S+)$",
+                                     text, re.M).group(1))
+            self.assertGreater(expiry, 20 * 86400)
+            # the plain-HTTP listener serves the same probes and metrics
+            plain = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            for path in ("/healthz", "/readyz", "/metrics"):
+                plain.request("GET", path)
+                r = plain.getresponse()
+                r.read()
+                self.assertEqual(r.status, 200, path)
+            plain.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

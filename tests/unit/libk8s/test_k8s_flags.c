@@ -1,0 +1,361 @@
+/* k8s_flags: Go flag-package syntax as the Helm charts pass it. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_flags.h"
+#include "k8s_time.h"
+#include "test_support.h"
+
+struct vals {
+    bool elect;
+    bool verbose;
+    const char *name;
+    int64_t port;
+    int64_t timeout;
+    int64_t size;
+    int64_t count;
+};
+
+static struct vals v;
+static struct k8s_flag table[8];
+
+static void setup(void)
+{
+    v = (struct vals){.elect = false, .verbose = true, .name = "dflt", .port = 8443,
+                      .timeout = 5 * 60 * K8S_NSEC_PER_SEC, .size = 8 << 20, .count = 3};
+    const struct k8s_flag t[] = {
+        {"leader-elect", K8S_FLAG_BOOL, &v.elect, "elect a leader"},
+        {"verbose", K8S_FLAG_BOOL, &v.verbose, "chatty"},
+        {"name", K8S_FLAG_STRING, &v.name, "a name"},
+        {"port", K8S_FLAG_INT, &v.port, "port", 1, 65535},
+        {"timeout", K8S_FLAG_DURATION, &v.timeout, "timeout", K8S_NSEC_PER_SEC,
+         3600 * K8S_NSEC_PER_SEC},
+        {"max-bytes", K8S_FLAG_BYTES, &v.size, "cap", 1024, 1LL << 30},
+        {"n", K8S_FLAG_INT, &v.count, "unbounded count"},
+        {NULL},
+    };
+    memcpy(table, t, sizeof(t));
+}
+
+/* Parse a NULL-terminated argument list (argv[0] is the program). */
+static int parse(int *argi, struct k8s_error *err, char **argv)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    *argi = 1;
+    return k8s_flags_parse(table, argc, argv, argi, err);
+}
+
+#define ARGV(...) ((char *[]){"prog", __VA_ARGS__, NULL})
+
+TestSuite(k8s_flags, .init = setup);
+
+Test(k8s_flags, equals_form)
+{
+    int argi;
+    struct k8s_error err = {0};
+    cr_assert_eq(parse(&argi, &err, ARGV("--name=abc", "--port=9443", "--timeout=45m")), 0,
+                 "%s", err.message);
+    cr_expect_str_eq(v.name, "abc");
+    cr_expect_eq(v.port, 9443);
+    cr_expect_eq(v.timeout, 45 * 60 * K8S_NSEC_PER_SEC);
+    cr_expect_eq(argi, 4);
+}
+
+Test(k8s_flags, separate_value_form)
+{
+    int argi;
+    struct k8s_error err = {0};
+    char **argv = ARGV("--name", "abc", "--port", "10", "--timeout", "0h59m30s", "--max-bytes", "64Ki");
+    cr_assert_eq(parse(&argi, &err, argv), 0, "%s", err.message);
+    cr_expect_eq(v.name, argv[2], "string flags borrow argv");
+    cr_expect_eq(v.port, 10);
+    cr_expect_eq(v.timeout, 3570 * K8S_NSEC_PER_SEC);
+    cr_expect_eq(v.size, 65536);
+    cr_expect_eq(argi, 9);
+}
+
+Test(k8s_flags, single_dash)
+{
+    int argi;
+    cr_assert_eq(parse(&argi, NULL, ARGV("-name", "x", "-port=7", "-leader-elect")), 0);
+    cr_expect_str_eq(v.name, "x");
+    cr_expect_eq(v.port, 7);
+    cr_expect(v.elect);
+    cr_expect_eq(argi, 5);
+}
+
+Test(k8s_flags, one_letter_flag)
+{
+    int argi;
+    cr_assert_eq(parse(&argi, NULL, ARGV("-n", "12")), 0);
+    cr_expect_eq(v.count, 12);
+    cr_assert_eq(parse(&argi, NULL, ARGV("--n=-4")), 0);
+    cr_expect_eq(v.count, -4);
+}
+
+Test(k8s_flags, bare_bool_and_explicit_values)
+{
+    int argi;
+    cr_assert_eq(parse(&argi, NULL, ARGV("--leader-elect", "--verbose=false")), 0);
+    cr_expect(v.elect);
+    cr_expect_not(v.verbose);
+    const char *yes[] = {"1", "t", "T", "true", "TRUE", "True"};
+    const char *no[] = {"0", "f", "F", "false", "FALSE", "False"};
+    for (size_t i = 0; i < 6; i++) {
+        char a[64], b[64];
+        snprintf(a, sizeof(a), "--leader-elect=%s", yes[i]);
+        snprintf(b, sizeof(b), "--verbose=%s", no[i]);
+        v.elect = false;
+        v.verbose = true;
+        cr_assert_eq(parse(&argi, NULL, ARGV(a, b)), 0, "%s %s", a, b);
+        cr_expect(v.elect, "%s", a);
+        cr_expect_not(v.verbose, "%s", b);
+    }
+}
+
+/* Go: a bool flag never consumes the next argument; "false" is then the
+ * first positional argument. */
+Test(k8s_flags, bare_bool_does_not_take_next_argument)
+{
+    int argi;
+    cr_assert_eq(parse(&argi, NULL, ARGV("--verbose", "false", "--port=1")), 0);
+    cr_expect(v.verbose);
+    cr_expect_eq(argi, 2);
+    cr_expect_eq(v.port, 8443, "parsing stops at the first positional");
+}
+
+Test(k8s_flags, invalid_bool)
+{
+    int argi;
+    struct k8s_error err = {0};
+    cr_assert_eq(parse(&argi, &err, ARGV("--leader-elect=yes")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "invalid value \"yes\" for flag --leader-elect");
+    cr_expect_not(v.elect);
+}
+
+Test(k8s_flags, unknown_flag_named)
+{
+    int argi;
+    struct k8s_error err = {0};
+    cr_assert_eq(parse(&argi, &err, ARGV("--port=1", "--no-such-flag=3")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "unknown flag: --no-such-flag");
+    cr_expect_eq(err.err, -K8S_EINVAL);
+    memset(&err, 0, sizeof(err));
+    cr_assert_eq(parse(&argi, &err, ARGV("-bogus")), -K8S_EINVAL);
+    cr_expect_not_null(strstr(err.message, "bogus"), "%s", err.message);
+    /* a prefix of a real flag is not that flag */
+    memset(&err, 0, sizeof(err));
+    cr_assert_eq(parse(&argi, &err, ARGV("--leader")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "unknown flag: --leader");
+}
+
+Test(k8s_flags, missing_argument)
+{
+    int argi;
+    struct k8s_error err = {0};
+    cr_assert_eq(parse(&argi, &err, ARGV("--port")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "flag needs an argument: --port");
+    memset(&err, 0, sizeof(err));
+    cr_assert_eq(parse(&argi, &err, ARGV("--name")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "flag needs an argument: --name");
+    cr_expect_str_eq(v.name, "dflt");
+}
+
+Test(k8s_flags, bad_syntax)
+{
+    int argi;
+    struct k8s_error err = {0};
+    cr_assert_eq(parse(&argi, &err, ARGV("---port=1")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "bad flag syntax: ---port=1");
+    memset(&err, 0, sizeof(err));
+    cr_assert_eq(parse(&argi, &err, ARGV("--=1")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "bad flag syntax: --=1");
+    cr_expect_eq(v.port, 8443);
+}
+
+Test(k8s_flags, double_dash_ends_flags)
+{
+    int argi;
+    cr_assert_eq(parse(&argi, NULL, ARGV("--port=2", "--", "--name=x", "pos")), 0);
+    cr_expect_eq(v.port, 2);
+    cr_expect_str_eq(v.name, "dflt");
+    cr_expect_eq(argi, 3, "argi points after \"--\"");
+}
+
+Test(k8s_flags, first_positional_stops)
+{
+    int argi;
+    cr_assert_eq(parse(&argi, NULL, ARGV("--port=2", "inject", "--name=x")), 0);
+    cr_expect_eq(argi, 2);
+    cr_expect_str_eq(v.name, "dflt");
+    /* a lone "-" (stdin) is positional */
+    cr_assert_eq(parse(&argi, NULL, ARGV("-", "--port=3")), 0);
+    cr_expect_eq(argi, 1);
+    cr_expect_eq(v.port, 2);
+}
+
+Test(k8s_flags, start_index_respected)
+{
+    char *argv[] = {"prog", "inject", "--port=5", "-f", NULL};
+    int argi = 2;
+    cr_assert_eq(k8s_flags_parse(table, 3, argv, &argi, NULL), 0);
+    cr_expect_eq(v.port, 5);
+    cr_expect_eq(argi, 3);
+}
+
+Test(k8s_flags, no_arguments)
+{
+    char *argv[] = {"prog", NULL};
+    int argi = 1;
+    cr_assert_eq(k8s_flags_parse(table, 1, argv, &argi, NULL), 0);
+    cr_expect_eq(argi, 1);
+    cr_expect_eq(v.port, 8443);
+}
+
+Test(k8s_flags, range_limits_inclusive)
+{
+    int argi;
+    struct k8s_error err = {0};
+    cr_assert_eq(parse(&argi, &err, ARGV("--port=1")), 0);
+    cr_expect_eq(v.port, 1);
+    cr_assert_eq(parse(&argi, &err, ARGV("--port=65535")), 0);
+    cr_expect_eq(v.port, 65535);
+    cr_assert_eq(parse(&argi, &err, ARGV("--port=65536")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "value \"65536\" for flag --port is out of range");
+    cr_expect_eq(v.port, 65535, "target untouched on failure");
+    cr_assert_eq(parse(&argi, &err, ARGV("--port", "0")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "value \"0\" for flag --port is out of range");
+    cr_assert_eq(parse(&argi, &err, ARGV("--timeout=1h")), 0);
+    cr_expect_eq(v.timeout, 3600 * K8S_NSEC_PER_SEC);
+    cr_assert_eq(parse(&argi, &err, ARGV("--timeout=61m")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "value \"61m\" for flag --timeout is out of range");
+    cr_assert_eq(parse(&argi, &err, ARGV("--timeout=999ms")), -K8S_EINVAL);
+    cr_assert_eq(parse(&argi, &err, ARGV("--max-bytes=1Ki")), 0);
+    cr_expect_eq(v.size, 1024);
+    cr_assert_eq(parse(&argi, &err, ARGV("--max-bytes=1023")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "value \"1023\" for flag --max-bytes is out of range");
+    cr_expect_eq(v.size, 1024);
+    /* min == max: no range */
+    cr_assert_eq(parse(&argi, &err, ARGV("--n=-999999999999")), 0);
+    cr_expect_eq(v.count, -999999999999LL);
+}
+
+Test(k8s_flags, invalid_values_named)
+{
+    int argi;
+    struct k8s_error err = {0};
+    cr_assert_eq(parse(&argi, &err, ARGV("--port=12x")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "invalid value \"12x\" for flag --port");
+    cr_assert_eq(parse(&argi, &err, ARGV("--port=")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "invalid value \"\" for flag --port");
+    cr_assert_eq(parse(&argi, &err, ARGV("--port=99999999999999999999")), -K8S_EINVAL);
+    cr_assert_eq(parse(&argi, &err, ARGV("--timeout", "5x")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "invalid value \"5x\" for flag --timeout");
+    cr_assert_eq(parse(&argi, &err, ARGV("--max-bytes=8MB")), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "invalid value \"8MB\" for flag --max-bytes");
+    cr_expect_eq(v.port, 8443);
+    cr_expect_eq(v.timeout, 5 * 60 * K8S_NSEC_PER_SEC);
+    cr_expect_eq(v.size, 8 << 20);
+}
+
+Test(k8s_flags, empty_string_value)
+{
+    int argi;
+    cr_assert_eq(parse(&argi, NULL, ARGV("--name=")), 0);
+    cr_expect_str_eq(v.name, "");
+    /* a value that looks like a flag is still the value */
+    cr_assert_eq(parse(&argi, NULL, ARGV("--name", "--port=4")), 0);
+    cr_expect_str_eq(v.name, "--port=4");
+    cr_expect_eq(v.port, 8443);
+    cr_expect_eq(argi, 3);
+}
+
+Test(k8s_flags, help_returns_1)
+{
+    const char *forms[] = {"-h", "--h", "-help", "--help"};
+    for (size_t i = 0; i < 4; i++) {
+        int argi;
+        char *argv[] = {"prog", "--port=3", (char *)forms[i], "--name=x", NULL};
+        argi = 1;
+        cr_expect_eq(k8s_flags_parse(table, 4, argv, &argi, NULL), 1, "%s", forms[i]);
+        cr_expect_str_eq(v.name, "dflt", "%s: parsing stops at help", forms[i]);
+    }
+}
+
+Test(k8s_flags, seed_operator_args)
+{
+    /* the seed's --set args, in the chart's list form */
+    bool disable = false;
+    const char *metrics = ":8080", *probe = ":8081";
+    int64_t sidecar = 5 * 60 * K8S_NSEC_PER_SEC;
+    struct k8s_flag t[] = {
+        {"metrics-bind-address", K8S_FLAG_STRING, &metrics, ""},
+        {"health-probe-bind-address", K8S_FLAG_STRING, &probe, ""},
+        {"sidecar-timeout", K8S_FLAG_DURATION, &sidecar, ""},
+        {"disable-hostname-override", K8S_FLAG_BOOL, &disable, ""},
+        {NULL},
+    };
+    char *argv[] = {"op", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+                    "--sidecar-timeout=65m", "--disable-hostname-override", NULL};
+    int argi = 1;
+    cr_assert_eq(k8s_flags_parse(t, 5, argv, &argi, NULL), 0);
+    cr_expect_str_eq(metrics, ":8443");
+    cr_expect_str_eq(probe, ":8081");
+    cr_expect_eq(sidecar, 65 * 60 * K8S_NSEC_PER_SEC);
+    cr_expect(disable);
+    cr_expect_eq(argi, 5);
+}
+
+Test(k8s_flags, usage_lines)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    cr_assert_not_null(f);
+    k8s_flags_usage(f, table);
+    fclose(f);
+    cr_expect_not_null(strstr(text, "  --leader-elect"), "%s", text);
+    cr_expect_not_null(strstr(text, "--port int"), "%s", text);
+    cr_expect_not_null(strstr(text, "--timeout duration"), "%s", text);
+    cr_expect_not_null(strstr(text, "--max-bytes bytes"), "%s", text);
+    cr_expect_not_null(strstr(text, "--name string"), "%s", text);
+    cr_expect_not_null(strstr(text, "  -n int"), "%s", text);
+    cr_expect_not_null(strstr(text, "elect a leader\n"), "%s", text);
+    int lines = 0;
+    for (char *p = text; *p; p++)
+        lines += *p == '\n';
+    cr_expect_eq(lines, 7);
+    free(text);
+}
+
+struct bytes_case {
+    const char *in;
+    int64_t want;
+};
+
+Test(k8s_flags, bytes_parser)
+{
+    static const struct bytes_case ok[] = {
+        {"8Mi", 8LL << 20}, {"64Ki", 64LL << 10}, {"1G", 1000000000LL}, {"1Gi", 1LL << 30},
+        {"1024", 1024},     {"0", 0},             {"2k", 2000},         {"3K", 3000},
+        {"5M", 5000000},    {"8388608", 8388608},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        int64_t x = -1;
+        cr_expect_eq(k8s_bytes_parse(ok[i].in, &x), 0, "%s", ok[i].in);
+        cr_expect_eq(x, ok[i].want, "%s: got %lld", ok[i].in, (long long)x);
+    }
+    static const char *const bad[] = {"",    "Mi",  "-1",  "1.5Mi", "8MB",  "8mi",
+                                      "8 Mi", "Ki8", "1Ti", "0x10",  "8Mi ", "9223372036854775807Ki"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t x = 77;
+        cr_expect_eq(k8s_bytes_parse(bad[i], &x), -K8S_EINVAL, "\"%s\" accepted (%lld)", bad[i],
+                     (long long)x);
+        cr_expect_eq(x, 77, "\"%s\"", bad[i]);
+    }
+}

@@ -1,0 +1,122 @@
+/* k8s_json_load_filtered: with no filter it must accept exactly what
+ * json_loadb accepts and build equal values; with a filter it keeps only
+ * the named members yet still rejects any malformed byte anywhere. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_jsonload.h"
+#include "test_support.h"
+
+static const char *const fixtures[] = {
+    "upstream/kubernetes-api/core.v1.Pod.json", "upstream/kubernetes-api/batch.v1.Job.json",
+    "upstream/kubernetes-api/core.v1.Namespace.json", "upstream/json-patch-tests/tests.json",
+    "upstream/json-patch-tests/spec_tests.json", "admission/bench-jobset-5k.json",
+    "admission/bench-jobset-64k.json"};
+
+/* Same verdict and same value as jansson. */
+static void differential(const char *buf, size_t len)
+{
+    json_error_t je;
+    json_t *want = json_loadb(buf, len, 0, &je);
+    json_t *got = NULL;
+    struct k8s_error err;
+    int r = k8s_json_load_filtered(buf, len, NULL, &got, &err);
+    if (!want) {
+        cr_assert_lt(r, 0, "jansson rejects (%s) but we accept: %.*s", je.text,
+                     (int)(len > 80 ? 80 : len), buf);
+        return;
+    }
+    cr_assert_eq(r, 0, "jansson accepts but we reject: %s", err.message);
+    cr_assert(json_equal(want, got), "values differ");
+    json_decref(want);
+    json_decref(got);
+}
+
+Test(k8s_jsonload, fixtures_equal_jansson)
+{
+    for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+        size_t n;
+        char *s = ts_read_fixture(fixtures[i], &n);
+        differential(s, n);
+        free(s);
+    }
+}
+
+Test(k8s_jsonload, mutated_documents_same_verdict_as_jansson)
+{
+    size_t n;
+    char *orig = ts_read_fixture("admission/bench-jobset-5k.json", &n);
+    char *buf = malloc(n);
+    static const char bytes[] = "{}[]\",:\\ \x01\x7f\xc3\xa9\xff\xed\xa0\x80tfn0-.eE+u";
+    srand(42);
+    for (int i = 0; i < 4000; i++) {
+        memcpy(buf, orig, n);
+        int edits = 1 + rand() % 3;
+        for (int e = 0; e < edits; e++)
+            buf[rand() % n] = bytes[rand() % (sizeof(bytes) - 1)];
+        size_t len = rand() % 10 ? n : (size_t)rand() % n; /* sometimes truncated */
+        differential(buf, len);
+    }
+    free(buf);
+    free(orig);
+}
+
+Test(k8s_jsonload, edge_cases_same_verdict_as_jansson)
+{
+    const char *cases[] = {"{}", "[]", " [ 1 , -0 , 0.5e-3 , 1E+2 , true , false , null ] ",
+                           "[01]", "[1.]", "[.5]", "[-]", "[1e]", "[\"\\u0000\"]",
+                           "[\"\\uD83D\\uDE00\"]", "[\"\\uD83D\"]", "[\"\\uDE00\"]",
+                           "[\"\\x\"]", "[\"a\tb\"]", "{\"a\" 1}", "{\"a\":1,}", "[1,]",
+                           "[1 2]", "{1:2}", "\"top\"", "1", "", "   ", "[9223372036854775807]",
+                           "[9223372036854775808]", "[1e400]", "[1e-400]", "[tru]", "[nulll]",
+                           "{\"a\":1}x", "{\"a\":{\"b\":[{}]}}", "[\"\xc0\xaf\"]",
+                           "[\"\xed\xa0\x80\"]", "[\"\xf4\x90\x80\x80\"]", "[\"\xe2\x82\"]",
+                           "{\"dup\":1,\"dup\":2}"};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        differential(cases[i], strlen(cases[i]));
+}
+
+Test(k8s_jsonload, depth_limit)
+{
+    size_t depth = 3000;
+    char *deep = malloc(2 * depth + 1);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    json_t *v = NULL;
+    struct k8s_error err;
+    cr_assert_lt(k8s_json_load_filtered(deep, 2 * depth, NULL, &v, &err), 0);
+    cr_assert(strstr(err.message, "depth"), "%s", err.message);
+    free(deep);
+}
+
+static const struct k8s_json_filter pair_keep[] = {{"name", NULL}, {NULL}};
+static const struct k8s_json_filter top[] = {{"keep", NULL}, {"items", pair_keep}, {NULL}};
+
+Test(k8s_jsonload, filter_keeps_only_named_members)
+{
+    const char *doc = "{\"drop\":{\"x\":[1,2,{\"y\":\"\\u00e9\"}]},\"keep\":{\"a\":[1]},"
+                      "\"items\":[{\"name\":\"n1\",\"other\":1},{\"name\":\"n2\"},3]}";
+    json_t *v = NULL;
+    struct k8s_error err;
+    cr_assert_eq(k8s_json_load_filtered(doc, strlen(doc), top, &v, &err), 0, "%s", err.message);
+    json_t *want = json_loads("{\"keep\":{\"a\":[1]},\"items\":[{\"name\":\"n1\"},{\"name\":\"n2\"},3]}",
+                              0, NULL);
+    cr_assert(json_equal(v, want));
+    json_decref(v);
+    json_decref(want);
+}
+
+Test(k8s_jsonload, filter_still_rejects_bad_bytes_in_skipped_members)
+{
+    const char *bad[] = {"{\"drop\":\"\xff\",\"keep\":1}", "{\"drop\":[1,,2],\"keep\":1}",
+                         "{\"drop\":\"a\nb\",\"keep\":1}", "{\"drop\":01,\"keep\":1}",
+                         "{\"drop\":\"\\q\"}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *v = NULL;
+        struct k8s_error err;
+        cr_assert_lt(k8s_json_load_filtered(bad[i], strlen(bad[i]), top, &v, &err), 0,
+                     "accepted: %s", bad[i]);
+        cr_assert(strstr(err.message, "(line 1, column"), "%s", err.message);
+    }
+}
