@@ -52,6 +52,8 @@ int k8s_bytes_parse(const char *s, int64_t *ret)
                {"k", 1000},       {"M", 1000000},   {"G", 1000000000}, {"", 1}};
     char *end;
     errno = 0;
+    if (!isdigit((unsigned char)*s))
+        return -K8S_EINVAL;
     long long x = strtoll(s, &end, 10);
     if (end == s || errno || x < 0)
         return -K8S_EINVAL;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum kind { COUNTER, GAUGE, GAUGE_FN, HISTOGRAM };
@@ -58,6 +59,20 @@ void k8s_metrics_free(struct k8s_metrics *m)
     free(m);
 }
 
+/* HELP text escapes '\\' and newlines (text format 0.0.4). */
+static char *escape_help(const char *help)
+{
+    char *out = malloc(2 * strlen(help) + 1), *w = out;
+    for (const char *p = help; out && *p; p++) {
+        if (*p == '\\' || *p == '\n')
+            *w++ = '\\';
+        *w++ = *p == '\n' ? 'n' : *p;
+    }
+    if (out)
+        *w = '\0';
+    return out;
+}
+
 static struct k8s_metric *reg(struct k8s_metrics *m, enum kind kind, const char *name,
                               const char *help, const char *labels)
 {
@@ -66,7 +81,7 @@ static struct k8s_metric *reg(struct k8s_metrics *m, enum kind kind, const char 
         return NULL;
     x->kind = kind;
     x->name = strdup(name);
-    x->help = strdup(help);
+    x->help = escape_help(help);
     x->labels = labels ? strdup(labels) : NULL;
     if (!x->name || !x->help || (labels && !x->labels)) {
         metric_free(x);
@@ -188,8 +203,8 @@ static int render_value(struct k8s_buf *o, const char *name, const char *suffix,
         strcpy(num, v > 0 ? "+Inf" : "-Inf");
     else if (isnan(v))
         strcpy(num, "NaN");
-    else
-        snprintf(num, sizeof(num), "%.17g", v);
+    else if (snprintf(num, sizeof(num), "%.15g", v), strtod(num, NULL) != v)
+        snprintf(num, sizeof(num), "%.17g", v); /* shortest text that reads back exactly */
     return k8s_buf_printf(o, "%s%s%s%s%s%s%s %s\n", name, suffix, any ? "{" : "",
                           labels ? labels : "", labels && *labels && extra ? "," : "",
                           extra ? extra : "", any ? "}" : "", num);

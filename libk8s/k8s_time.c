@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,7 +69,10 @@ int k8s_time_parse_rfc3339(const char *s, time_t *ret)
     } else {
         return -K8S_EPARSE;
     }
-    if (*p || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0;
+    if (*p || M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || (M == 2 && D == 29 && !leap) ||
+        h > 23 || m > 59 || sec > 60 || oh > 23 || om > 59)
         return -K8S_EPARSE;
     struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
                     .tm_hour = h, .tm_min = m, .tm_sec = sec};
@@ -106,37 +110,78 @@ static const struct unit *match_unit(const char *p, size_t *ret_len)
     return NULL;
 }
 
-/* One "<number><unit>" component; adds it to *acc (as a long double so that
- * fractions like 1.5h are exact enough, then range-checked). */
-static int component(const char **pp, long double *acc)
+#define LIMIT ((uint64_t)1 << 63)
+
+/* [0-9]* as an integer; false on overflow past 2^63. */
+static bool leading_int(const char **pp, uint64_t *ret)
+{
+    uint64_t x = 0;
+    const char *p = *pp;
+    for (; isdigit((unsigned char)*p); p++) {
+        if (x > LIMIT / 10)
+            return false;
+        x = x * 10 + (uint64_t)(*p - '0');
+        if (x > LIMIT)
+            return false;
+    }
+    *pp = p;
+    *ret = x;
+    return true;
+}
+
+/* Digits after the point, as Go takes them: extra precision is dropped. */
+static void leading_fraction(const char **pp, uint64_t *ret, double *scale)
+{
+    uint64_t x = 0;
+    bool overflow = false;
+    *scale = 1;
+    for (; isdigit((unsigned char)**pp); (*pp)++) {
+        if (overflow)
+            continue;
+        if (x > (LIMIT - 1) / 10) {
+            overflow = true;
+            continue;
+        }
+        uint64_t y = x * 10 + (uint64_t)(**pp - '0');
+        if (y > LIMIT) {
+            overflow = true;
+            continue;
+        }
+        x = y;
+        *scale *= 10;
+    }
+    *ret = x;
+}
+
+/* One "<number><unit>" component, Go's time.ParseDuration arithmetic:
+ * integer part times the unit, plus the fraction through a double,
+ * truncated. Returns false when malformed or out of range. */
+static bool component(const char **pp, uint64_t *acc)
 {
     const char *p = *pp, *start = p;
-    char num[64];
-    while (isdigit((unsigned char)*p))
-        p++;
-    bool int_part = p > start;
+    uint64_t v = 0, f = 0;
+    double scale = 1;
+    if (*p != '.' && !isdigit((unsigned char)*p))
+        return false;
+    if (!leading_int(&p, &v))
+        return false;
+    bool pre = p != start, post = false;
     if (*p == '.') {
-        p++;
-        const char *frac = p;
-        while (isdigit((unsigned char)*p))
-            p++;
-        if (!int_part && p == frac)
-            return -1;
-    } else if (!int_part) {
-        return -1;
+        const char *frac = ++p;
+        leading_fraction(&p, &f, &scale);
+        post = p != frac;
     }
-    size_t n = (size_t)(p - start);
-    if (n >= sizeof(num))
-        return -1;
-    memcpy(num, start, n);
-    num[n] = '\0';
     size_t ulen;
-    const struct unit *u = match_unit(p, &ulen);
-    if (!u)
-        return -1;
-    *acc += strtold(num, NULL) * (long double)u->ns;
+    const struct unit *u = (pre || post) ? match_unit(p, &ulen) : NULL;
+    if (!u || v > LIMIT / (uint64_t)u->ns)
+        return false;
+    v *= (uint64_t)u->ns;
+    if (f > 0 && (v += (uint64_t)((double)f * ((double)u->ns / scale))) > LIMIT)
+        return false;
+    if ((*acc += v) > LIMIT)
+        return false;
     *pp = p + ulen;
-    return 0;
+    return true;
 }
 
 int k8s_duration_parse(const char *s, int64_t *ret_ns, struct k8s_error *reterr)
@@ -153,13 +198,13 @@ int k8s_duration_parse(const char *s, int64_t *ret_ns, struct k8s_error *reterr)
     }
     if (!*p)
         return k8s_error_set(reterr, -K8S_EINVAL, "invalid duration \"%s\"", s);
-    long double total = 0;
+    uint64_t total = 0;
     while (*p)
-        if (component(&p, &total) < 0)
+        if (!component(&p, &total))
             return k8s_error_set(reterr, -K8S_EINVAL,
                                  "invalid duration \"%s\" (want e.g. 300ms, 5m, 1h30m)", s);
-    if (total > (long double)INT64_MAX)
+    if (!neg && total > LIMIT - 1)
         return k8s_error_set(reterr, -K8S_EINVAL, "invalid duration \"%s\": out of range", s);
-    *ret_ns = (int64_t)total * (neg ? -1 : 1);
+    *ret_ns = neg ? (int64_t)(0 - total) : (int64_t)total;
     return 0;
 }

@@ -132,7 +132,8 @@ json_t *wh_envset_json(const struct wh_envset *set)
 
 struct entry {
     const char *name;  /* NULL for entries without a string name */
-    const char *value; /* literal value, NULL for valueFrom */
+    const char *value; /* literal value, NULL when absent */
+    bool value_from;   /* the value comes from valueFrom */
     bool has_ref;      /* value contains "$(": worth scanning */
 };
 
@@ -293,21 +294,24 @@ out_done:
 static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const char *cname,
                             json_t *patch, json_t *warnings, int *added)
 {
-    if (!p->user[idx].value) {
+    if (p->user[idx].value_from) {
         wh_warnf(warnings, "container %s: " ATTRS_VAR " comes from valueFrom; not merged", cname);
         return 0;
     }
-    p->merged = merge_value(p->set, p->user[idx].value, warnings, cname);
+    /* an entry with neither value nor valueFrom is the empty string */
+    const char *user = p->user[idx].value ? p->user[idx].value : "";
+    p->merged = merge_value(p->set, user, warnings, cname);
     if (!p->merged)
         return -K8S_ENOMEM;
-    if (!strcmp(p->merged, p->user[idx].value))
+    if (!strcmp(p->merged, user))
         return 0;
+    const char *op = p->user[idx].value ? "replace" : "add";
     p->user[idx].value = p->merged;
     p->user[idx].has_ref = has_ref(p->merged);
     char path[600];
     snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, idx);
     (*added)++;
-    return k8s_jsonpatch_append_new(patch, "replace", path, json_string_nocheck(p->merged));
+    return k8s_jsonpatch_append_new(patch, op, path, json_string_nocheck(p->merged));
 }
 
 static int whole_env(const struct wh_envset *set, const char *cpath, json_t *patch, int *added)
@@ -342,6 +346,7 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
         const json_t *e = json_array_get(env, i);
         p.user[i].name = json_string_value(json_object_get(e, "name"));
         p.user[i].value = json_string_value(json_object_get(e, "value"));
+        p.user[i].value_from = json_object_get(e, "valueFrom") != NULL;
         p.user[i].has_ref = has_ref(p.user[i].value);
         if (p.user[i].name && !strcmp(p.user[i].name, ATTRS_VAR) && attrs_idx == SIZE_MAX)
             attrs_idx = i;

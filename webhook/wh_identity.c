@@ -110,6 +110,7 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
     time_t t;
     if (*w->created && k8s_time_parse_rfc3339(w->created, &t) == 0)
         wh_run_id_of(cluster, w->ns, w->kind, w->name, t, id.run_id, sizeof(id.run_id));
+    snprintf(id.cluster, sizeof(id.cluster), "%s", cluster);
     *ret = id;
     return 0;
 }
@@ -126,6 +127,10 @@ int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret)
         return -K8S_ENOMEM;
     }
     wh_run_id(id.identifier, id.metadata, id.run_id, sizeof(id.run_id));
+    json_t *parsed = json_loads(ident, 0, NULL);
+    const char *cluster = json_string_value(json_object_get(parsed, "clustername"));
+    snprintf(id.cluster, sizeof(id.cluster), "%s", cluster ? cluster : "");
+    json_decref(parsed);
     *ret = id;
     return 0;
 }

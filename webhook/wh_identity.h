@@ -26,6 +26,7 @@ struct wh_identity {
     char *identifier; /* GKE_DIAGON_IDENTIFIER value */
     char *metadata;   /* GKE_DIAGON_METADATA value */
     char run_id[512]; /* the SDK's run id; "" when a field it needs is unknown */
+    char cluster[256]; /* the cluster name the identifier carries ("" when none) */
 };
 
 /* Build the identity of w in cluster `cluster` ("" = unknown). Each

@@ -153,6 +153,8 @@ static void lookup_namespace(struct ctx *x, char *why, size_t cap)
     else
         snprintf(why, cap, "lookup of namespace %s: %s", x->in->ns,
                  err.message[0] ? err.message : k8s_strerror(r));
+    if (x->lk && r != -K8S_ENOTFOUND)
+        wh_warnf(x->out->warnings, "mldiagnostics: %s", why);
 }
 
 static int decide(struct ctx *x)
@@ -165,6 +167,8 @@ static int decide(struct ctx *x)
         w = &x->wl;
     }
     snprintf(x->out->workload, sizeof(x->out->workload), "%s/%s", w->kind, w->name);
+    if (w->lookup_failed) /* the decision below may lack the workload's labels */
+        wh_warnf(x->out->warnings, "mldiagnostics: %s", w->unknown_why);
     char ns_why[200] = "";
     if (!x->in->workload)
         lookup_namespace(x, ns_why, sizeof(ns_why));
@@ -204,11 +208,13 @@ static int lower_kind_attr(struct wh_attrs *a, const struct wh_workload *w)
     return wh_attrs_set(a, key, w->name);
 }
 
-/* Our resource attributes, then annotations: namespace < workload < pod. */
-static int build_attrs(const struct ctx *x, struct wh_attrs *a)
+/* Our resource attributes, then annotations: namespace < workload < pod.
+ * k8s.cluster.name follows the identifier, so an adopted identity keeps
+ * one cluster name across all containers of the pod. */
+static int build_attrs(const struct ctx *x, const struct wh_identity *id, struct wh_attrs *a)
 {
     const struct wh_workload *w = workload(x);
-    const char *ns = w->ns, *cluster = x->cfg->cluster_name;
+    const char *ns = w->ns, *cluster = id->cluster; /* the identifier's, even when adopted */
     int r = 0;
     if (*ns) {
         r = r ? r : wh_attrs_set(a, "service.namespace", ns);
@@ -308,7 +314,8 @@ static json_t *one(json_t *v)
     return a;
 }
 
-static int add_op(struct ctx *x, const char *base, const char *seg, json_t *value)
+/* Append {op, base[/seg], value} (steals value). */
+static int op(struct ctx *x, const char *name, const char *base, const char *seg, json_t *value)
 {
     struct k8s_buf p;
     k8s_buf_init(&p, 4096);
@@ -316,11 +323,16 @@ static int add_op(struct ctx *x, const char *base, const char *seg, json_t *valu
     if (r == 0 && seg)
         r = k8s_jsonptr_push(&p, seg);
     if (r == 0)
-        r = k8s_jsonpatch_append_new(x->out->patch, "add", k8s_buf_str(&p), value);
+        r = k8s_jsonpatch_append_new(x->out->patch, name, k8s_buf_str(&p), value);
     else
         json_decref(value);
     k8s_buf_done(&p);
     return r;
+}
+
+static int add_op(struct ctx *x, const char *base, const char *seg, json_t *value)
+{
+    return op(x, "add", base, seg, value);
 }
 
 static int patch_annotations(struct ctx *x, const struct wh_identity *id)
@@ -342,12 +354,19 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
         return 0;
     }
     strcat(base, "/annotations");
-    for (size_t i = 0; i < 3; i++)
-        if (!json_object_get(ann, keys[i])) {
-            int r = add_op(x, base, keys[i], str(vals[i]));
-            if (r < 0)
-                return r;
-        }
+    for (size_t i = 0; i < 3; i++) {
+        /* the identity annotations must say what the env now says (a pod
+         * can arrive with one stale half); the injection record of a pod
+         * injected before is kept */
+        const char *have = json_string_value(json_object_get(ann, keys[i]));
+        int r = 0;
+        if (!json_object_get(ann, keys[i]))
+            r = add_op(x, base, keys[i], str(vals[i]));
+        else if (i < 2 && (!have || strcmp(have, vals[i])))
+            r = op(x, "replace", base, keys[i], str(vals[i]));
+        if (r < 0)
+            return r;
+    }
     return 0;
 }
 
@@ -448,7 +467,7 @@ static int patch_containers(struct ctx *x, const struct wh_envset *set)
         int added = 0;
         r = wh_env_patch(set, x->t[i].c, x->t[i].path, merge, x->out->patch, x->out->warnings,
                          &added);
-        if (r == 0 && present)
+        if (r == 0 && (present || st[i] != M_ADD)) /* adds only with the volume; warns always */
             r = patch_mount(x, &x->t[i], st[i]);
         if (json_array_size(x->out->patch) > before)
             x->out->containers++;
@@ -473,7 +492,7 @@ static int build_patch(struct ctx *x)
     wh_attrs_init(&attrs);
     int r = identity_of(x, &id);
     if (r == 0)
-        r = build_attrs(x, &attrs);
+        r = build_attrs(x, &id, &attrs);
     if (r == 0)
         r = wh_envset_build(&set, x->cfg, &id, service_name(x), &attrs);
     if (r == 0)

@@ -101,6 +101,9 @@ static json_t *fetch(struct resolver *r)
     else
         snprintf(w->unknown_why, sizeof(w->unknown_why), "lookup of %s %s/%s: %s", w->kind,
                  w->ns, w->name, err.message[0] ? err.message : k8s_strerror(rc));
+    /* not found (deleted meanwhile) and not served (kind not watched) are
+     * ordinary; anything else means the answer may be wrong */
+    w->lookup_failed |= rc != -K8S_ENOTFOUND && rc != -K8S_EUNAVAIL;
     return NULL;
 }
 

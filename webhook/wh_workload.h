@@ -36,6 +36,7 @@ struct wh_workload {
     bool bare_pod;       /* the pod is its own workload */
     bool ml_kind;        /* JobSet, LeaderWorkerSet, RayJob, RayCluster or Job */
     char unknown_why[160]; /* why labels/created are unknown ("" when known) */
+    bool lookup_failed;    /* a lookup failed (timeout, API error): worth a warning */
 };
 
 /* Resolve the workload of pod (a Pod or pod template object) in namespace

@@ -24,7 +24,9 @@ static const struct vec vectors[] = {
     {"\xfb\xff", 2, "+/8="},
     {"\xff\xff\xff", 3, "////"},
     {"\x00", 1, "AA=="},
-    {"\x00" "a\x00", 3, "AGEA"},
+    {"\x00"
+     "a\x00",
+     3, "AGEA"},
     {"\x14\xfb\x9c\x03\xd9\x7e", 6, "FPucA9l+"},
 };
 
@@ -50,8 +52,7 @@ Test(k8s_codec, base64_decode_vectors)
 {
     for (size_t i = 0; i < NVEC; i++) {
         size_t len = 999;
-        unsigned char *out =
-            k8s_base64_decode(vectors[i].b64, strlen(vectors[i].b64), &len);
+        unsigned char *out = k8s_base64_decode(vectors[i].b64, strlen(vectors[i].b64), &len);
         cr_assert_not_null(out, "vector %zu (%s)", i, vectors[i].b64);
         cr_expect_eq(len, vectors[i].n, "vector %zu", i);
         cr_expect_eq(memcmp(out, vectors[i].plain, vectors[i].n), 0, "vector %zu", i);
@@ -95,12 +96,12 @@ Test(k8s_codec, base64_decode_respects_length)
 
 Test(k8s_codec, base64_decode_invalid_is_null)
 {
-    const char *bad[] = {"Zm9",  "Z",         "Zg=",      "Zg===",  "Zm9v*", "Zm9v-_8", "=Zm9",
-                         "Zh==", "Zg==Zg==",  "Zm9vYmF", "Zm9v\x01", "Zm9vY\xc3\xa9", "===="};
+    const char *bad[] = {"Zm9",  "Z",    "Zg=",      "Zg===",   "Zm9v*",    "Zm9v-_8",
+                         "=Zm9", "Zh==", "Zg==Zg==", "Zm9vYmF", "Zm9v\x01", "Zm9vY\xc3\xa9",
+                         "===="};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         size_t len = 4242;
-        cr_expect_null(k8s_base64_decode(bad[i], strlen(bad[i]), &len), "\"%s\" decoded",
-                       bad[i]);
+        cr_expect_null(k8s_base64_decode(bad[i], strlen(bad[i]), &len), "\"%s\" decoded", bad[i]);
         cr_expect_eq(len, 4242, "\"%s\": ret_len changed", bad[i]);
     }
 }

@@ -24,8 +24,13 @@ static struct k8s_flag table[8];
 
 static void setup(void)
 {
-    v = (struct vals){.elect = false, .verbose = true, .name = "dflt", .port = 8443,
-                      .timeout = 5 * 60 * K8S_NSEC_PER_SEC, .size = 8 << 20, .count = 3};
+    v = (struct vals){.elect = false,
+                      .verbose = true,
+                      .name = "dflt",
+                      .port = 8443,
+                      .timeout = 5 * 60 * K8S_NSEC_PER_SEC,
+                      .size = 8 << 20,
+                      .count = 3};
     const struct k8s_flag t[] = {
         {"leader-elect", K8S_FLAG_BOOL, &v.elect, "elect a leader"},
         {"verbose", K8S_FLAG_BOOL, &v.verbose, "chatty"},
@@ -58,8 +63,8 @@ Test(k8s_flags, equals_form)
 {
     int argi;
     struct k8s_error err = {0};
-    cr_assert_eq(parse(&argi, &err, ARGV("--name=abc", "--port=9443", "--timeout=45m")), 0,
-                 "%s", err.message);
+    cr_assert_eq(parse(&argi, &err, ARGV("--name=abc", "--port=9443", "--timeout=45m")), 0, "%s",
+                 err.message);
     cr_expect_str_eq(v.name, "abc");
     cr_expect_eq(v.port, 9443);
     cr_expect_eq(v.timeout, 45 * 60 * K8S_NSEC_PER_SEC);
@@ -70,7 +75,8 @@ Test(k8s_flags, separate_value_form)
 {
     int argi;
     struct k8s_error err = {0};
-    char **argv = ARGV("--name", "abc", "--port", "10", "--timeout", "0h59m30s", "--max-bytes", "64Ki");
+    char **argv =
+        ARGV("--name", "abc", "--port", "10", "--timeout", "0h59m30s", "--max-bytes", "64Ki");
     cr_assert_eq(parse(&argi, &err, argv), 0, "%s", err.message);
     cr_expect_eq(v.name, argv[2], "string flags borrow argv");
     cr_expect_eq(v.port, 10);
@@ -300,8 +306,12 @@ Test(k8s_flags, seed_operator_args)
         {"disable-hostname-override", K8S_FLAG_BOOL, &disable, ""},
         {NULL},
     };
-    char *argv[] = {"op", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
-                    "--sidecar-timeout=65m", "--disable-hostname-override", NULL};
+    char *argv[] = {"op",
+                    "--metrics-bind-address=:8443",
+                    "--health-probe-bind-address=:8081",
+                    "--sidecar-timeout=65m",
+                    "--disable-hostname-override",
+                    NULL};
     int argi = 1;
     cr_assert_eq(k8s_flags_parse(t, 5, argv, &argi, NULL), 0);
     cr_expect_str_eq(metrics, ":8443");
@@ -341,17 +351,19 @@ struct bytes_case {
 Test(k8s_flags, bytes_parser)
 {
     static const struct bytes_case ok[] = {
-        {"8Mi", 8LL << 20}, {"64Ki", 64LL << 10}, {"1G", 1000000000LL}, {"1Gi", 1LL << 30},
-        {"1024", 1024},     {"0", 0},             {"2k", 2000},         {"3K", 3000},
-        {"5M", 5000000},    {"8388608", 8388608},
+        {"8Mi", 8LL << 20},   {"64Ki", 64LL << 10}, {"1G", 1000000000LL},
+        {"1Gi", 1LL << 30},   {"1024", 1024},       {"0", 0},
+        {"2k", 2000},         {"3K", 3000},         {"5M", 5000000},
+        {"8388608", 8388608},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         int64_t x = -1;
         cr_expect_eq(k8s_bytes_parse(ok[i].in, &x), 0, "%s", ok[i].in);
         cr_expect_eq(x, ok[i].want, "%s: got %lld", ok[i].in, (long long)x);
     }
-    static const char *const bad[] = {"",    "Mi",  "-1",  "1.5Mi", "8MB",  "8mi",
-                                      "8 Mi", "Ki8", "1Ti", "0x10",  "8Mi ", "9223372036854775807Ki"};
+    static const char *const bad[] = {"",    "Mi",   "-1",   "1.5Mi",
+                                      "8MB", "8mi",  "8 Mi", "Ki8",
+                                      "1Ti", "0x10", "8Mi ", "9223372036854775807Ki"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t x = 77;
         cr_expect_eq(k8s_bytes_parse(bad[i], &x), -K8S_EINVAL, "\"%s\" accepted (%lld)", bad[i],

@@ -1,0 +1,674 @@
+/* wh_env: the injected variables (DESIGN §3.5) and the JSON Patch that
+ * adds them to one container: order by $(…) dependencies, user names never
+ * overwritten, OTEL_RESOURCE_ATTRIBUTES merged key by key. Patches are
+ * checked by applying them with k8s_jsonpatch_apply. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_jsonpatch.h"
+#include "wh_env.h"
+#include "test_support.h"
+
+#define CPATH "/spec/containers/0"
+#define IDENT                                                                                      \
+    "{\"metadata.name\":\"train\",\"metadata.kind\":\"JobSet\",\"clustername\":"                   \
+    "\"projects/p/locations/l/clusters/prod\",\"namespace\":\"team-a\"}"
+#define META                                                                                       \
+    "{\"parent-workload\":\"Job/train-workers-0\",\"creation-timestamp\":"                         \
+    "\"2024-03-05T07:08:09Z\",\"associated-labels\":\"team=ml\"}"
+#define RUN_ID "prod-team-a-jobset-train-20240305-070809"
+#define OUR_ATTRS                                                                                  \
+    "service.namespace=team-a,k8s.namespace.name=team-a,k8s.pod.name=$(OTEL_RESOURCE_"             \
+    "ATTRIBUTES_POD_NAME),k8s.pod.uid=$(OTEL_RESOURCE_ATTRIBUTES_POD_UID),k8s.node.name=$("        \
+    "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME),k8s.cluster.name=prod,k8s.jobset.name=train"
+
+static struct wh_config cfg;
+static struct wh_envset set;
+static json_t *containers;
+
+static void setup(void)
+{
+    wh_config_init(&cfg);
+    cfg.cluster_name = "projects/p/locations/l/clusters/prod";
+    cfg.cluster_domain = "cluster.local";
+    cfg.otel_collector_name = "opentelemetry-collector";
+    cfg.otel_collector_namespace = "gke-managed-otel";
+    containers = ts_load_json("unit/env/containers.json");
+    memset(&set, 0, sizeof(set));
+}
+
+static void teardown(void)
+{
+    wh_envset_done(&set);
+    json_decref(containers);
+    wh_config_done(&cfg);
+}
+
+TestSuite(wh_env, .init = setup, .fini = teardown);
+
+/* Our set for the JobSet "train"; extra: more attributes ("k=v,..." or
+ * NULL); run_id: whether the ML run id is known. */
+static void build(const char *extra, bool run_id)
+{
+    struct wh_identity id = {.identifier = strdup(IDENT), .metadata = strdup(META)};
+    if (run_id)
+        snprintf(id.run_id, sizeof(id.run_id), "%s", RUN_ID);
+    struct wh_attrs a;
+    wh_attrs_init(&a);
+    cr_assert_eq(wh_attrs_parse(&a, OUR_ATTRS, "test", NULL), 0);
+    if (extra)
+        cr_assert_eq(wh_attrs_parse(&a, extra, "test", NULL), 0);
+    cr_assert_eq(wh_envset_build(&set, &cfg, &id, "train", &a), 0);
+    cr_expect_eq(a.n, 0, "attrs are moved into the set");
+    cr_expect_null(a.kv);
+    wh_identity_done(&id);
+}
+
+static const json_t *container(const char *key)
+{
+    const json_t *c = json_object_get(containers, key);
+    cr_assert_not_null(c, "no container fixture %s", key);
+    return c;
+}
+
+struct result {
+    json_t *patch, *warn, *pod, *env;
+    int added;
+};
+
+/* Run wh_env_patch over containers[key] and apply the patch to a pod
+ * holding that container. */
+static void run(const char *key, bool merge, struct result *r)
+{
+    const json_t *c = container(key);
+    r->patch = json_array();
+    r->warn = json_array();
+    r->added = -1;
+    cr_assert_eq(wh_env_patch(&set, c, CPATH, merge, r->patch, r->warn, &r->added), 0);
+    json_t *doc = json_pack("{s:{s:[O]}}", "spec", "containers", c);
+    struct k8s_error err = {0};
+    r->pod = NULL;
+    int rc = k8s_jsonpatch_apply(doc, r->patch, &r->pod, &err);
+    cr_assert_eq(rc, 0, "%s: patch does not apply: %s", key, err.message);
+    json_decref(doc);
+    r->env = json_object_get(
+        json_array_get(json_object_get(json_object_get(r->pod, "spec"), "containers"), 0), "env");
+}
+
+static void release(struct result *r)
+{
+    json_decref(r->patch);
+    json_decref(r->warn);
+    json_decref(r->pod);
+}
+
+/* "A,B,C" of the env names. */
+static char *names(const json_t *env)
+{
+    size_t i, len = 0;
+    json_t *e;
+    char *out = calloc(1, 4096);
+    json_array_foreach(env, i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        len += (size_t)snprintf(out + len, 4096 - len, "%s%s", i ? "," : "", n ? n : "?");
+    }
+    return out;
+}
+
+static const json_t *find_var(const json_t *env, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(env, i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        if (n && !strcmp(n, name))
+            return e;
+    }
+    return NULL;
+}
+
+static const char *value_of(const json_t *env, const char *name)
+{
+    return json_string_value(json_object_get(find_var(env, name), "value"));
+}
+
+/* Names unique; every $(NAME) reference points at an earlier variable. */
+static void check_env_invariants(const json_t *env, const char *what)
+{
+    size_t n = json_array_size(env);
+    for (size_t i = 0; i < n; i++) {
+        const char *ni = json_string_value(json_object_get(json_array_get(env, i), "name"));
+        if (!ni)
+            continue;
+        for (size_t j = 0; j < n; j++) {
+            const char *nj = json_string_value(json_object_get(json_array_get(env, j), "name"));
+            const char *vj = json_string_value(json_object_get(json_array_get(env, j), "value"));
+            if (!nj || i == j)
+                continue;
+            cr_expect(strcmp(ni, nj) || i == j, "%s: duplicate env name %s", what, ni);
+            if (vj && wh_env_references(vj, ni))
+                cr_expect_lt(i, j, "%s: %s (at %zu) references %s defined later (at %zu)", what, nj,
+                             j, ni, i);
+        }
+    }
+}
+
+/* The same run over the patched container yields nothing new. */
+static void check_idempotent(const struct result *r, bool merge)
+{
+    const json_t *c =
+        json_array_get(json_object_get(json_object_get(r->pod, "spec"), "containers"), 0);
+    json_t *patch = json_array(), *warn = json_array();
+    int added = -1;
+    cr_assert_eq(wh_env_patch(&set, c, CPATH, merge, patch, warn, &added), 0);
+    char *s = json_dumps(patch, JSON_COMPACT);
+    cr_expect_eq(json_array_size(patch), 0, "second run not empty: %s", s);
+    cr_expect_eq(added, 0);
+    free(s);
+    json_decref(patch);
+    json_decref(warn);
+}
+
+static void expect_warnings(const json_t *w, const char *const *want, size_t n)
+{
+    cr_expect_eq(json_array_size(w), n, "warnings: %zu want %zu", json_array_size(w), n);
+    for (size_t i = 0; i < n && i < json_array_size(w); i++)
+        cr_expect_str_eq(json_string_value(json_array_get(w, i)), want[i]);
+}
+
+#define ALL_NAMES                                                                                  \
+    "GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,OTEL_RESOURCE_ATTRIBUTES_POD_NAME,"                 \
+    "OTEL_RESOURCE_ATTRIBUTES_POD_UID,OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAME,"     \
+    "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"                                \
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"
+
+/* ---------- wh_env_references ---------- */
+
+struct ref_case {
+    const char *value, *name;
+    bool want;
+};
+
+Test(wh_env, references_table)
+{
+    static const struct ref_case cases[] = {
+        {"$(A)", "A", true},
+        {"x$(A)y", "A", true},
+        {"$(AB)", "A", false},
+        {"$(A)", "AB", false},
+        {"$$(A)", "A", false},
+        {"$$$(A)", "A", true},
+        {"$$$$(A)", "A", false},
+        {"$(A", "A", false},
+        {"$(B)$(A)", "A", true},
+        {"$$(A)$(A)", "A", true},
+        {"$(A$(B))", "B", false},
+        {"$(A$(B))", "A", false},
+        {"", "A", false},
+        {"$", "A", false},
+        {"A", "A", false},
+        {"(A)", "A", false},
+        {"$ (A)", "A", false},
+        {"$(B)-$(A)", "B", true},
+        {"$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc", "OTEL_COLLECTOR_NAMESPACE",
+         true},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        cr_expect_eq(wh_env_references(cases[i].value, cases[i].name), cases[i].want,
+                     "references(\"%s\", \"%s\")", cases[i].value, cases[i].name);
+    cr_expect_not(wh_env_references(NULL, "A"));
+}
+
+/* ---------- the set ---------- */
+
+Test(wh_env, envset_json_exact)
+{
+    build(NULL, true);
+    cr_expect_eq(set.n, WH_ENV_MAX);
+    cr_expect_str_eq(set.run_id, RUN_ID);
+    json_t *got = wh_envset_json(&set);
+    json_t *want = ts_load_json("unit/env/envset.json");
+    char *g = json_dumps(got, JSON_COMPACT), *w = json_dumps(want, JSON_COMPACT);
+    cr_expect(json_equal(got, want), "got %s\nwant %s", g, w);
+    free(g);
+    free(w);
+    check_env_invariants(got, "envset");
+    json_decref(got);
+    json_decref(want);
+}
+
+Test(wh_env, envset_uses_config)
+{
+    cfg.cluster_domain = "corp.example";
+    cfg.otel_collector_name = "otel";
+    cfg.otel_collector_namespace = "observability";
+    build(NULL, false);
+    json_t *env = wh_envset_json(&set);
+    cr_expect_str_eq(value_of(env, "OTEL_COLLECTOR_NAME"), "otel");
+    cr_expect_str_eq(value_of(env, "OTEL_COLLECTOR_NAMESPACE"), "observability");
+    cr_expect_str_eq(value_of(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+                     "$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc.corp.example:4317");
+    cr_expect_str_eq(value_of(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+                     "$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc.corp.example:4317");
+    json_decref(env);
+}
+
+Test(wh_env, rl_key_adds_run_id_when_known)
+{
+    build("rl.algo=ppo", true);
+    json_t *env = wh_envset_json(&set);
+    cr_expect_str_eq(value_of(env, "OTEL_RESOURCE_ATTRIBUTES"),
+                     OUR_ATTRS ",rl.algo=ppo,rl.run.id=" RUN_ID);
+    cr_expect_null(wh_attrs_get(&set.attrs, "rl.run.id"), "set.attrs stays without rl.run.id");
+    json_decref(env);
+}
+
+Test(wh_env, rl_key_without_run_id)
+{
+    build("rl.algo=ppo", false);
+    json_t *env = wh_envset_json(&set);
+    cr_expect_str_eq(value_of(env, "OTEL_RESOURCE_ATTRIBUTES"), OUR_ATTRS ",rl.algo=ppo");
+    json_decref(env);
+}
+
+Test(wh_env, rl_run_id_given_is_kept)
+{
+    build("rl.algo=ppo,rl.run.id=mine", true);
+    json_t *env = wh_envset_json(&set);
+    cr_expect_str_eq(value_of(env, "OTEL_RESOURCE_ATTRIBUTES"),
+                     OUR_ATTRS ",rl.algo=ppo,rl.run.id=mine");
+    json_decref(env);
+}
+
+Test(wh_env, no_rl_key_no_run_id_attr)
+{
+    build(NULL, true);
+    json_t *env = wh_envset_json(&set);
+    cr_expect_str_eq(value_of(env, "OTEL_RESOURCE_ATTRIBUTES"), OUR_ATTRS);
+    json_decref(env);
+}
+
+Test(wh_env, var_json_shapes)
+{
+    struct wh_env_var lit = {.name = "A", .value = (char *)"v"};
+    struct wh_env_var ref = {.name = "B", .field_path = "spec.nodeName"};
+    json_t *a = wh_env_var_json(&lit), *b = wh_env_var_json(&ref);
+    char *sa = json_dumps(a, JSON_COMPACT), *sb = json_dumps(b, JSON_COMPACT);
+    cr_expect_str_eq(sa, "{\"name\":\"A\",\"value\":\"v\"}");
+    cr_expect_str_eq(sb, "{\"name\":\"B\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\","
+                         "\"fieldPath\":\"spec.nodeName\"}}}");
+    free(sa);
+    free(sb);
+    json_decref(a);
+    json_decref(b);
+}
+
+/* ---------- patches ---------- */
+
+Test(wh_env, no_env_one_add_with_everything)
+{
+    build(NULL, true);
+    const char *keys[] = {"no-env", "env-null"};
+    for (size_t k = 0; k < 2; k++) {
+        struct result r;
+        run(keys[k], true, &r);
+        cr_assert_eq(json_array_size(r.patch), 1, "%s", keys[k]);
+        json_t *op = json_array_get(r.patch, 0);
+        cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
+        cr_expect_str_eq(json_string_value(json_object_get(op, "path")), CPATH "/env");
+        json_t *want = ts_load_json("unit/env/envset.json");
+        cr_expect(json_equal(json_object_get(op, "value"), want), "%s", keys[k]);
+        json_decref(want);
+        cr_expect_eq(r.added, 11);
+        cr_expect_eq(json_array_size(r.warn), 0);
+        check_idempotent(&r, true);
+        release(&r);
+    }
+}
+
+Test(wh_env, existing_env_appends_in_order)
+{
+    build(NULL, true);
+    const char *keys[] = {"env-empty", "env-user"};
+    for (size_t k = 0; k < 2; k++) {
+        struct result r;
+        run(keys[k], true, &r);
+        json_t *want = ts_load_json("unit/env/envset.json");
+        cr_assert_eq(json_array_size(r.patch), 11, "%s", keys[k]);
+        for (size_t i = 0; i < 11; i++) {
+            json_t *op = json_array_get(r.patch, i);
+            cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
+            cr_expect_str_eq(json_string_value(json_object_get(op, "path")), CPATH "/env/-");
+            cr_expect(json_equal(json_object_get(op, "value"), json_array_get(want, i)), "%s #%zu",
+                      keys[k], i);
+        }
+        json_decref(want);
+        cr_expect_eq(r.added, 11);
+        char *n = names(r.env);
+        cr_expect_str_eq(n, k == 0 ? ALL_NAMES : "USER_A," ALL_NAMES);
+        free(n);
+        check_env_invariants(r.env, keys[k]);
+        check_idempotent(&r, true);
+        release(&r);
+    }
+}
+
+Test(wh_env, user_var_referencing_ours_gets_it_first)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-refs-ours", true, &r);
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "OTEL_SERVICE_NAME,FOO,BAR,GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,"
+                        "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
+                        "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAME,"
+                        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_RESOURCE_ATTRIBUTES");
+    free(n);
+    json_t *op0 = json_array_get(r.patch, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(op0, "path")), CPATH "/env/0");
+    cr_expect_eq(r.added, 11);
+    cr_expect_eq(json_array_size(r.warn), 0);
+    check_env_invariants(r.env, "user-refs-ours");
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, user_var_referencing_endpoint_gets_its_dependencies_first)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-refs-endpoint", true, &r);
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "A,OTEL_COLLECTOR_NAME,OTEL_COLLECTOR_NAMESPACE,"
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,EP,Z,GKE_DIAGON_IDENTIFIER,"
+                        "GKE_DIAGON_METADATA,OTEL_RESOURCE_ATTRIBUTES_POD_NAME,"
+                        "OTEL_RESOURCE_ATTRIBUTES_POD_UID,OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,"
+                        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,OTEL_SERVICE_NAME,"
+                        "OTEL_RESOURCE_ATTRIBUTES");
+    free(n);
+    cr_expect_str_eq(value_of(r.env, "Z"), "$(A)");
+    check_env_invariants(r.env, "user-refs-endpoint");
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, ours_referencing_user_var_placed_between)
+{
+    build("team=$(TEAM)", true);
+    struct result r;
+    run("user-refs-attrs", true, &r);
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "TEAM,OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
+                        "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_RESOURCE_ATTRIBUTES,FOO,"
+                        "GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,OTEL_COLLECTOR_NAME,"
+                        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_SERVICE_NAME");
+    free(n);
+    cr_expect_eq(json_array_size(r.warn), 0);
+    check_env_invariants(r.env, "user-refs-attrs");
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, escaped_reference_is_not_a_dependency)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-escaped-ref", true, &r);
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "FOO," ALL_NAMES);
+    free(n);
+    release(&r);
+}
+
+Test(wh_env, cycle_appends_at_end_with_warning)
+{
+    build("x=$(FOO)", true);
+    struct result r;
+    run("cycle", true, &r);
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "FOO," ALL_NAMES);
+    free(n);
+    const char *want[] = {"container main: env references form a cycle with injected variables; "
+                          "appended at the end"};
+    expect_warnings(r.warn, want, 1);
+    release(&r);
+}
+
+Test(wh_env, ours_needing_a_later_user_var_is_a_cycle)
+{
+    build(NULL, true);
+    struct result r;
+    run("ours-need-later-user", true, &r);
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "EP,OTEL_COLLECTOR_NAME,GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,"
+                        "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
+                        "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAMESPACE,"
+                        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,"
+                        "OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES");
+    free(n);
+    cr_expect_eq(json_array_size(r.warn), 1);
+    cr_expect_str_eq(value_of(r.env, "OTEL_COLLECTOR_NAME"), "mine");
+    release(&r);
+}
+
+Test(wh_env, user_set_names_never_overwritten)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-set-names", true, &r);
+    cr_expect_eq(r.added, 8);
+    cr_expect_eq(json_array_size(r.patch), 8);
+    size_t i;
+    json_t *op;
+    json_array_foreach(r.patch, i, op)
+    {
+        cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
+        const char *name = json_string_value(json_object_get(json_object_get(op, "value"), "name"));
+        cr_expect(strcmp(name, "OTEL_SERVICE_NAME") && strcmp(name, "OTEL_COLLECTOR_NAME") &&
+                      strcmp(name, "GKE_DIAGON_IDENTIFIER"),
+                  "overwrote %s", name);
+    }
+    cr_expect_str_eq(value_of(r.env, "OTEL_SERVICE_NAME"), "mine");
+    cr_expect_str_eq(value_of(r.env, "GKE_DIAGON_IDENTIFIER"), "custom");
+    cr_expect_not_null(json_object_get(find_var(r.env, "OTEL_COLLECTOR_NAME"), "valueFrom"));
+    cr_expect_eq(json_array_size(r.env), 11);
+    check_env_invariants(r.env, "user-set-names");
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, user_attrs_merged_with_replace)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-attrs", true, &r);
+    json_t *op0 = json_array_get(r.patch, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(op0, "op")), "replace");
+    cr_expect_str_eq(json_string_value(json_object_get(op0, "path")), CPATH "/env/0/value");
+    const char *merged =
+        "team=ml,k8s.pod.name=custom,service.namespace=team-a,k8s.namespace.name=team-a,"
+        "k8s.pod.uid=$(OTEL_RESOURCE_ATTRIBUTES_POD_UID),k8s.node.name=$(OTEL_RESOURCE_"
+        "ATTRIBUTES_NODE_NAME),k8s.cluster.name=prod,k8s.jobset.name=train";
+    cr_expect_str_eq(json_string_value(json_object_get(op0, "value")), merged);
+    cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), merged);
+    /* the merged value now references POD_UID and NODE_NAME: they go first */
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "OTEL_RESOURCE_ATTRIBUTES_POD_UID,OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,"
+                        "OTEL_RESOURCE_ATTRIBUTES,GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,"
+                        "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_COLLECTOR_NAME,"
+                        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_SERVICE_NAME");
+    free(n);
+    cr_expect_eq(r.added, 11, "10 added + 1 merged");
+    check_env_invariants(r.env, "user-attrs");
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, user_attrs_complete_left_byte_identical)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-attrs-complete", true, &r);
+    size_t i;
+    json_t *op;
+    json_array_foreach(r.patch, i, op)
+        cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
+    cr_expect_str_eq(
+        value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"),
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(container("user-attrs-complete"), "env"), 1), "value")));
+    cr_expect_eq(r.added, 10);
+    release(&r);
+}
+
+Test(wh_env, merge_false_leaves_user_attrs)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-attrs", false, &r);
+    size_t i;
+    json_t *op;
+    json_array_foreach(r.patch, i, op)
+        cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
+    cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), "team=ml,k8s.pod.name=custom");
+    cr_expect_eq(r.added, 10);
+    cr_expect_eq(json_array_size(r.warn), 0);
+    check_env_invariants(r.env, "merge=false");
+    check_idempotent(&r, false);
+    release(&r);
+}
+
+Test(wh_env, valuefrom_user_attrs_not_merged)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-attrs-valuefrom", true, &r);
+    const char *want[] = {
+        "container main: OTEL_RESOURCE_ATTRIBUTES comes from valueFrom; not merged"};
+    expect_warnings(r.warn, want, 1);
+    cr_expect_eq(r.added, 10);
+    cr_expect_not_null(json_object_get(find_var(r.env, "OTEL_RESOURCE_ATTRIBUTES"), "valueFrom"));
+    cr_expect_eq(json_array_size(r.env), 11);
+    release(&r);
+}
+
+Test(wh_env, user_rl_key_gets_run_id)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-attrs-rl", true, &r);
+    const char *v = value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES");
+    cr_assert_not_null(v);
+    cr_expect_eq(strncmp(v, "rl.env=atari,service.namespace=team-a,", 38), 0, "%s", v);
+    const char *tail = ",rl.run.id=" RUN_ID;
+    cr_expect_str_eq(v + strlen(v) - strlen(tail), tail);
+    cr_expect_eq(json_array_size(r.warn), 0);
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, user_rl_key_unknown_run_id_warns)
+{
+    build(NULL, false);
+    struct result r;
+    run("user-attrs-rl", true, &r);
+    const char *v = value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES");
+    cr_expect_null(strstr(v, "rl.run.id"), "%s", v);
+    const char *want[] = {"container main: rl.run.id not added: the ML run id is unknown"};
+    expect_warnings(r.warn, want, 1);
+    release(&r);
+}
+
+Test(wh_env, user_rl_run_id_kept)
+{
+    build("rl.algo=ppo", true);
+    struct result r;
+    run("user-attrs-rl-id", true, &r);
+    const char *v = value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES");
+    cr_expect_not_null(strstr(v, "rl.env=atari,rl.run.id=mine,"), "%s", v);
+    cr_expect_null(strstr(v, RUN_ID), "%s", v);
+    cr_expect_not_null(strstr(v, ",rl.algo=ppo"), "%s", v);
+    release(&r);
+}
+
+Test(wh_env, env_not_a_list_warns_without_ops)
+{
+    build(NULL, true);
+    json_t *patch = json_array(), *warn = json_array();
+    int added = -1;
+    cr_assert_eq(wh_env_patch(&set, container("env-not-list"), CPATH, true, patch, warn, &added),
+                 0);
+    cr_expect_eq(json_array_size(patch), 0);
+    cr_expect_eq(added, 0);
+    const char *want[] = {"container main: env is not a list; not injected"};
+    expect_warnings(warn, want, 1);
+    json_decref(patch);
+    json_decref(warn);
+}
+
+Test(wh_env, unnamed_user_entry_tolerated)
+{
+    build(NULL, true);
+    struct result r;
+    run("unnamed-entry", true, &r);
+    char *n = names(r.env);
+    cr_expect_str_eq(n, "?,OTEL_SERVICE_NAME,A,GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,"
+                        "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
+                        "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAME,"
+                        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_RESOURCE_ATTRIBUTES");
+    free(n);
+    release(&r);
+}
+
+Test(wh_env, init_container_path)
+{
+    build(NULL, true);
+    json_t *patch = json_array(), *warn = json_array();
+    int added = 0;
+    cr_assert_eq(wh_env_patch(&set, container("env-user"), "/spec/initContainers/3", true, patch,
+                              warn, &added),
+                 0);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(patch, 0), "path")),
+                     "/spec/initContainers/3/env/-");
+    json_decref(patch);
+    json_decref(warn);
+}
+
+Test(wh_env, envset_done_releases_and_is_safe)
+{
+    build("rl.algo=ppo", true);
+    cr_assert_eq(set.n, WH_ENV_MAX);
+    wh_envset_done(&set);
+    cr_expect_eq(set.n, 0);
+    cr_expect_eq(set.attrs.n, 0);
+    cr_expect_null(set.attrs.kv);
+    cr_expect_null(set.v[0].value);
+    cr_expect_str_eq(set.run_id, "");
+    wh_envset_done(&set); /* twice (teardown does it again) */
+    struct wh_envset z = {0};
+    wh_envset_done(&z);
+    wh_envset_done(NULL);
+    cr_expect_eq(z.n, 0);
+}
+
+/* A Kubernetes env entry with neither value nor valueFrom is the empty
+ * string, not a valueFrom: it is merged like any user value (the patch must
+ * "add" the missing /value member; "replace" would not apply). */
+Test(wh_env, user_attrs_without_value_is_empty_not_valuefrom,
+     .disabled = false /* was BUG: warned as valueFrom, not merged */)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-attrs-novalue", true, &r);
+    cr_expect_eq(json_array_size(r.warn), 0);
+    cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), OUR_ATTRS);
+    check_env_invariants(r.env, "user-attrs-novalue");
+    release(&r);
+}

@@ -1,0 +1,389 @@
+/* wh_identity: GKE_DIAGON_IDENTIFIER / GKE_DIAGON_METADATA exact bytes and
+ * key order (DESIGN §3.5), omissions with warnings, the SDK's run id. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_time.h"
+#include "wh_identity.h"
+#include "wh_workload.h"
+#include "test_support.h"
+
+#define CLUSTER           "projects/p/locations/us-central1/clusters/prod"
+#define T_20240305_070809 ((time_t)1709622489)
+
+static void from_doc(const char *rel, const char *ns, const char *parent, struct wh_workload *w)
+{
+    json_t *doc = ts_load_json(rel);
+    wh_workload_from_doc(doc, ns, parent, w);
+    json_decref(doc);
+}
+
+static void expect_warnings(json_t *w, const char *const *want, size_t n)
+{
+    cr_expect_eq(json_array_size(w), n, "warnings: %zu, want %zu", json_array_size(w), n);
+    for (size_t i = 0; i < n && i < json_array_size(w); i++)
+        cr_expect_str_eq(json_string_value(json_array_get(w, i)), want[i]);
+}
+
+Test(wh_identity, jobset_all_known)
+{
+    struct wh_workload w;
+    from_doc("unit/identity/jobset.json", "team-a", "Job/train-7-workers-0", &w);
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, CLUSTER, warn, &id), 0);
+    cr_expect_str_eq(id.identifier, "{\"metadata.name\":\"train-7\",\"metadata.kind\":\"JobSet\","
+                                    "\"clustername\":\"" CLUSTER "\",\"namespace\":\"team-a\"}");
+    cr_expect_str_eq(id.metadata, "{\"parent-workload\":\"Job/train-7-workers-0\","
+                                  "\"creation-timestamp\":\"2024-03-05T07:08:09Z\","
+                                  "\"associated-labels\":\"alpha=1,app.kubernetes.io/name=trainer,"
+                                  "managed-mldiagnostics-gke=true,zeta=z\"}");
+    cr_expect_str_eq(id.run_id, "prod-team-a-jobset-train-7-20240305-070809");
+    cr_expect_eq(json_array_size(warn), 0);
+    /* what the SDK derives from the env values is the same id */
+    char rid[512];
+    cr_expect(wh_run_id(id.identifier, id.metadata, rid, sizeof(rid)));
+    cr_expect_str_eq(rid, id.run_id);
+    wh_identity_done(&id);
+    cr_expect_null(id.identifier);
+    cr_expect_null(id.metadata);
+    wh_identity_done(&id);
+    wh_identity_done(NULL);
+    json_decref(warn);
+    wh_workload_done(&w);
+}
+
+Test(wh_identity, two_pods_of_one_workload_share_identifier)
+{
+    struct wh_workload a, b;
+    from_doc("unit/identity/jobset.json", "team-a", "Job/train-7-workers-0", &a);
+    from_doc("unit/identity/jobset.json", "team-a", "Job/train-7-workers-1", &b);
+    struct wh_identity ia = {0}, ib = {0};
+    cr_assert_eq(wh_identity_build(&a, CLUSTER, NULL, &ia), 0);
+    cr_assert_eq(wh_identity_build(&b, CLUSTER, NULL, &ib), 0);
+    cr_expect_str_eq(ia.identifier, ib.identifier);
+    cr_expect_str_eq(ia.run_id, ib.run_id);
+    cr_expect_str_neq(ia.metadata, ib.metadata); /* parent-workload differs */
+    json_t *ma = json_loads(ia.metadata, 0, NULL), *mb = json_loads(ib.metadata, 0, NULL);
+    cr_expect(json_equal(json_object_get(ma, "creation-timestamp"),
+                         json_object_get(mb, "creation-timestamp")));
+    cr_expect(json_equal(json_object_get(ma, "associated-labels"),
+                         json_object_get(mb, "associated-labels")));
+    json_decref(ma);
+    json_decref(mb);
+    wh_identity_done(&ia);
+    wh_identity_done(&ib);
+    wh_workload_done(&a);
+    wh_workload_done(&b);
+}
+
+Test(wh_identity, unknown_cluster_omitted_with_warning)
+{
+    struct wh_workload w;
+    from_doc("unit/identity/jobset.json", "team-a", "Job/train-7-workers-0", &w);
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, "", warn, &id), 0);
+    cr_expect_str_eq(id.identifier, "{\"metadata.name\":\"train-7\",\"metadata.kind\":\"JobSet\","
+                                    "\"namespace\":\"team-a\"}");
+    cr_expect_str_eq(id.run_id, "", "no run id without a cluster");
+    const char *want[] = {"cluster name unknown: GKE_DIAGON_IDENTIFIER omits clustername "
+                          "(set --cluster-name or CLUSTER_NAME)"};
+    expect_warnings(warn, want, 1);
+    wh_identity_done(&id);
+    json_decref(warn);
+    wh_workload_done(&w);
+}
+
+Test(wh_identity, unknown_labels_and_timestamp_standalone)
+{
+    json_t *pod = ts_load_json("unit/identity/jobset-pod.json");
+    struct wh_workload w;
+    cr_assert_eq(wh_workload_resolve(pod, "team-a", NULL, T_20240305_070809, 0, &w), 0);
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, CLUSTER, warn, &id), 0);
+    cr_expect_str_eq(id.identifier, "{\"metadata.name\":\"train-7\",\"metadata.kind\":\"JobSet\","
+                                    "\"clustername\":\"" CLUSTER "\",\"namespace\":\"team-a\"}");
+    cr_expect_str_eq(id.metadata, "{\"parent-workload\":\"Job/train-7-workers-0\"}");
+    cr_expect_str_eq(id.run_id, "");
+    const char *want[] = {"GKE_DIAGON_METADATA omits creation-timestamp and associated-labels: "
+                          "standalone: JobSet team-a/train-7 not looked up"};
+    expect_warnings(warn, want, 1);
+    wh_identity_done(&id);
+    json_decref(warn);
+    wh_workload_done(&w);
+    json_decref(pod);
+}
+
+Test(wh_identity, unknown_timestamp_only)
+{
+    struct wh_workload w;
+    from_doc("unit/identity/jobset-nolabels.json", "team-a", NULL, &w);
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, CLUSTER, warn, &id), 0);
+    /* labels are known to be empty: "" is the truth, not an omission */
+    cr_expect_str_eq(id.metadata, "{\"associated-labels\":\"\"}");
+    const char *want[] = {"GKE_DIAGON_METADATA omits creation-timestamp: offline: JobSet "
+                          "train-8 has no creationTimestamp"};
+    expect_warnings(warn, want, 1);
+    cr_expect_str_eq(id.run_id, "");
+    wh_identity_done(&id);
+    json_decref(warn);
+    wh_workload_done(&w);
+}
+
+Test(wh_identity, unknown_labels_only)
+{
+    struct wh_workload w;
+    from_doc("unit/identity/jobset.json", "team-a", "Job/j", &w);
+    json_decref(w.labels);
+    w.labels = NULL;
+    snprintf(w.unknown_why, sizeof(w.unknown_why), "lookup of JobSet team-a/train-7: timed out");
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, CLUSTER, warn, &id), 0);
+    cr_expect_str_eq(id.metadata, "{\"parent-workload\":\"Job/j\","
+                                  "\"creation-timestamp\":\"2024-03-05T07:08:09Z\"}");
+    const char *want[] = {"GKE_DIAGON_METADATA omits associated-labels: lookup of JobSet "
+                          "team-a/train-7: timed out"};
+    expect_warnings(warn, want, 1);
+    /* the run id needs no labels */
+    cr_expect_str_eq(id.run_id, "prod-team-a-jobset-train-7-20240305-070809");
+    wh_identity_done(&id);
+    json_decref(warn);
+    wh_workload_done(&w);
+}
+
+Test(wh_identity, nothing_known_is_empty_object)
+{
+    struct wh_workload w = {0};
+    snprintf(w.kind, sizeof(w.kind), "Job");
+    snprintf(w.name, sizeof(w.name), "j");
+    snprintf(w.ns, sizeof(w.ns), "n");
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, "c", warn, &id), 0);
+    cr_expect_str_eq(id.metadata, "{}");
+    const char *want[] = {"GKE_DIAGON_METADATA omits creation-timestamp and associated-labels: "
+                          "unknown"};
+    expect_warnings(warn, want, 1);
+    wh_identity_done(&id);
+    json_decref(warn);
+}
+
+Test(wh_identity, bare_pod)
+{
+    json_t *pod = ts_load_json("unit/identity/bare-pod.json");
+    struct wh_workload w;
+    cr_assert_eq(wh_workload_resolve(pod, "team-a", NULL, T_20240305_070809, 0, &w), 0);
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, "prod", warn, &id), 0);
+    cr_expect_str_eq(id.identifier, "{\"metadata.name\":\"debug-shell\",\"metadata.kind\":\"Pod\","
+                                    "\"clustername\":\"prod\",\"namespace\":\"team-a\"}");
+    cr_expect_str_eq(id.metadata, "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\","
+                                  "\"associated-labels\":\"managed-mldiagnostics-gke=true,"
+                                  "run=debug\"}");
+    cr_expect_str_eq(id.run_id, "prod-team-a-pod-debug-shell-20240305-070809");
+    cr_expect_eq(json_array_size(warn), 0);
+    wh_identity_done(&id);
+    json_decref(warn);
+    wh_workload_done(&w);
+    json_decref(pod);
+}
+
+Test(wh_identity, json_escaping_of_odd_values)
+{
+    struct wh_workload w;
+    from_doc("unit/identity/jobset.json", "team-a", "Job/x", &w);
+    json_object_set_new(w.labels, "q", json_string("a\"b\\c\xc3\xa9"));
+    const char *cluster = "weird \"cluster\"\\\xe2\x98\x83/\ttab";
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, cluster, NULL, &id), 0);
+    json_error_t e;
+    json_t *ident = json_loads(id.identifier, 0, &e);
+    cr_assert_not_null(ident, "%s: %s", id.identifier, e.text);
+    cr_expect_str_eq(json_string_value(json_object_get(ident, "clustername")), cluster);
+    json_t *md = json_loads(id.metadata, 0, &e);
+    cr_assert_not_null(md, "%s: %s", id.metadata, e.text);
+    cr_expect_str_eq(json_string_value(json_object_get(md, "associated-labels")),
+                     "alpha=1,app.kubernetes.io/name=trainer,managed-mldiagnostics-gke=true,"
+                     "q=a\"b\\c\xc3\xa9,zeta=z");
+    /* compact: exactly jansson's compact rendering, keys in contract order */
+    char *again = json_dumps(ident, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    cr_expect_str_eq(again, id.identifier);
+    free(again);
+    json_decref(ident);
+    json_decref(md);
+    wh_identity_done(&id);
+    wh_workload_done(&w);
+}
+
+/* DESIGN §3.5: "A value that is not known ... is omitted from the JSON,
+ * never invented, and a warning names it." */
+Test(wh_identity, unknown_namespace_warned)
+{
+    struct wh_workload w;
+    from_doc("unit/identity/jobset.json", "", "Job/x", &w);
+    json_t *warn = json_array();
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_build(&w, CLUSTER, warn, &id), 0);
+    cr_expect_str_eq(id.identifier, "{\"metadata.name\":\"train-7\",\"metadata.kind\":\"JobSet\","
+                                    "\"clustername\":\"" CLUSTER "\"}");
+    cr_assert_eq(json_array_size(warn), 1);
+    cr_expect_not_null(strstr(json_string_value(json_array_get(warn, 0)), "namespace"));
+    wh_identity_done(&id);
+    json_decref(warn);
+    wh_workload_done(&w);
+}
+
+Test(wh_identity, sorted_labels)
+{
+    json_t *l = json_pack("{s:s,s:s,s:s,s:s}", "b", "2", "a.b/c", "3", "a", "1", "B", "0");
+    char *s = wh_sorted_labels(l);
+    cr_expect_str_eq(s, "B=0,a=1,a.b/c=3,b=2"); /* byte order, not locale */
+    free(s);
+    json_decref(l);
+    l = json_object();
+    s = wh_sorted_labels(l);
+    cr_expect_str_eq(s, "");
+    free(s);
+    json_decref(l);
+    l = json_pack("{s:i}", "n", 5);
+    s = wh_sorted_labels(l);
+    cr_expect_str_eq(s, "n=");
+    free(s);
+    json_decref(l);
+}
+
+Test(wh_identity, cluster_short)
+{
+    cr_expect_str_eq(wh_cluster_short("projects/p/locations/l/clusters/N"), "N");
+    cr_expect_str_eq(wh_cluster_short("plain"), "plain");
+    cr_expect_str_eq(wh_cluster_short(""), "");
+    cr_expect_str_eq(wh_cluster_short("a/"), "");
+}
+
+struct rid_case {
+    const char *cluster, *ns, *kind, *name;
+    time_t t;
+    const char *want;
+};
+
+Test(wh_identity, run_id_of_examples)
+{
+    static const struct rid_case cases[] = {
+        {"projects/p/locations/l/clusters/My_Cluster", "Team_A", "JobSet", "Train.Run_1",
+         1709615289, "my-cluster-team-a-jobset-train-run-1-20240305-050809"},
+        {"prod", "team-a", "JobSet", "train-7", 1709622489,
+         "prod-team-a-jobset-train-7-20240305-070809"},
+        {"MyCluster", "NS", "LeaderWorkerSet", "LWS", 0,
+         "mycluster-ns-leaderworkerset-lws-19700101-000000"},
+        /* runs collapse across part boundaries, ends trimmed */
+        {"_Prod_", "ns", "Job", "a__b__", 1709615289, "prod-ns-job-a-b-20240305-050809"},
+        {"a/b/--c--", "--", "RayJob", "x", 1709615289, "c-rayjob-x-20240305-050809"},
+        /* non-ASCII is outside [a-z0-9] */
+        {"cl\xc3\xbcster", "ns", "Pod", "p", 1709615289, "cl-ster-ns-pod-p-20240305-050809"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[512];
+        cr_expect(wh_run_id_of(cases[i].cluster, cases[i].ns, cases[i].kind, cases[i].name,
+                               cases[i].t, out, sizeof(out)),
+                  "case %zu", i);
+        cr_expect_str_eq(out, cases[i].want, "case %zu", i);
+    }
+}
+
+Test(wh_identity, run_id_of_missing_field)
+{
+    char out[64] = "junk";
+    cr_expect_not(wh_run_id_of("", "ns", "Job", "j", 0, out, sizeof(out)));
+    cr_expect_str_eq(out, "");
+    strcpy(out, "junk");
+    cr_expect_not(wh_run_id_of("c", "", "Job", "j", 0, out, sizeof(out)));
+    cr_expect_str_eq(out, "");
+    cr_expect_not(wh_run_id_of("c", "ns", "", "j", 0, out, sizeof(out)));
+    cr_expect_not(wh_run_id_of("c", "ns", "Job", "", 0, out, sizeof(out)));
+}
+
+Test(wh_identity, run_id_of_truncates_to_cap)
+{
+    char out[8];
+    memset(out, 'X', sizeof(out));
+    wh_run_id_of("cluster", "ns", "Job", "j", 0, out, sizeof(out));
+    cr_expect_eq(strlen(out), 7);
+    cr_expect_str_eq(out, "cluster");
+}
+
+Test(wh_identity, run_id_from_json_with_offset)
+{
+    char out[512];
+    cr_expect(wh_run_id("{\"metadata.name\":\"Train.Run_1\",\"metadata.kind\":\"JobSet\","
+                        "\"clustername\":\"projects/p/locations/l/clusters/My_Cluster\","
+                        "\"namespace\":\"Team_A\"}",
+                        "{\"creation-timestamp\":\"2024-03-05T07:08:09+02:00\"}", out,
+                        sizeof(out)));
+    cr_expect_str_eq(out, "my-cluster-team-a-jobset-train-run-1-20240305-050809");
+}
+
+Test(wh_identity, run_id_from_json_missing_or_bad)
+{
+    char out[512];
+    const char *ident = "{\"metadata.name\":\"j\",\"metadata.kind\":\"Job\",\"clustername\":"
+                        "\"c\",\"namespace\":\"n\"}";
+    cr_expect_not(wh_run_id(ident, "{}", out, sizeof(out)));
+    cr_expect_str_eq(out, "");
+    cr_expect_not(wh_run_id(ident, "{\"creation-timestamp\":\"yesterday\"}", out, sizeof(out)));
+    cr_expect_not(wh_run_id("{\"metadata.name\":\"j\",\"metadata.kind\":\"Job\","
+                            "\"namespace\":\"n\"}",
+                            "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\"}", out, sizeof(out)));
+    cr_expect_not(wh_run_id("not json", "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\"}", out,
+                            sizeof(out)));
+    cr_expect_not(wh_run_id(ident, "[", out, sizeof(out)));
+    cr_expect(
+        wh_run_id(ident, "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\"}", out, sizeof(out)));
+    cr_expect_str_eq(out, "c-n-job-j-20240305-070809");
+}
+
+Test(wh_identity, adopt_keeps_bytes)
+{
+    json_t *meta = ts_load_json("unit/identity/adopt-meta.json");
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_adopt(meta, &id), 0);
+    cr_expect_str_eq(id.identifier,
+                     json_string_value(json_object_get(json_object_get(meta, "annotations"),
+                                                       "diagon.gke.io/identifier")));
+    cr_expect_str_eq(id.metadata,
+                     json_string_value(json_object_get(json_object_get(meta, "annotations"),
+                                                       "diagon.gke.io/metadata")));
+    cr_expect_str_eq(id.run_id, "my-cluster-team-a-jobset-train-7-20240305-050809");
+    wh_identity_done(&id);
+    json_decref(meta);
+}
+
+Test(wh_identity, adopt_partial_identity_has_no_run_id)
+{
+    json_t *meta = ts_load_json("unit/identity/adopt-partial.json");
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_adopt(meta, &id), 0);
+    cr_expect_str_eq(id.metadata, "{\"parent-workload\":\"Job/train-7-workers-1\"}");
+    cr_expect_str_eq(id.run_id, "");
+    wh_identity_done(&id);
+    json_decref(meta);
+}
+
+Test(wh_identity, adopt_not_found)
+{
+    struct wh_identity id = {.identifier = (char *)"sentinel"};
+    json_t *meta = ts_load_json("unit/identity/adopt-missing.json");
+    cr_expect_eq(wh_identity_adopt(meta, &id), -K8S_ENOTFOUND);
+    cr_expect_str_eq(id.identifier, "sentinel", "untouched");
+    json_decref(meta);
+    cr_expect_eq(wh_identity_adopt(NULL, &id), -K8S_ENOTFOUND);
+    json_t *empty = json_object();
+    cr_expect_eq(wh_identity_adopt(empty, &id), -K8S_ENOTFOUND);
+    json_decref(empty);
+}
