@@ -149,6 +149,13 @@ void k8s_arena_jansson_install(void)
     json_set_alloc_funcs(jansson_malloc, jansson_free);
 }
 
+void k8s_arena_forget(json_t **v)
+{
+    if (!(scope && *v && k8s_arena_owns(scope, *v)))
+        json_decref(*v);
+    *v = NULL;
+}
+
 void k8s_arena_enter(struct k8s_arena *a)
 {
     scope = a;

@@ -25,6 +25,7 @@
 #ifndef K8S_ARENA_H
 #define K8S_ARENA_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -44,6 +45,13 @@ void k8s_arena_reset(struct k8s_arena *a);
 size_t k8s_arena_used(const struct k8s_arena *a);
 
 void k8s_arena_jansson_install(void);
+
+/* Drop the reference *v (then NULL). When *v lives in the current scope's
+ * arena, the tree is not walked: its memory returns at the next reset.
+ * Only for trees built in the scope from values of the scope (or jansson's
+ * static true/false/null) — a tree holding a malloc'd value would leak that
+ * value's reference. Otherwise it is json_decref. */
+void k8s_arena_forget(json_t **v);
 void k8s_arena_enter(struct k8s_arena *a);
 void k8s_arena_leave(void);
 

@@ -53,7 +53,7 @@ static int grow(struct k8s_buf *b, size_t extra)
     return 0;
 }
 
-int k8s_buf_append(struct k8s_buf *b, const void *p, size_t n)
+int k8s_buf_append_slow(struct k8s_buf *b, const void *p, size_t n)
 {
     int r = grow(b, n);
     if (r < 0)
@@ -68,6 +68,29 @@ int k8s_buf_append(struct k8s_buf *b, const void *p, size_t n)
 int k8s_buf_appends(struct k8s_buf *b, const char *s)
 {
     return k8s_buf_append(b, s, strlen(s));
+}
+
+int k8s_buf_cat(struct k8s_buf *b, ...)
+{
+    va_list ap;
+    int r = 0;
+    va_start(ap, b);
+    for (const char *s = va_arg(ap, const char *); s && r == 0; s = va_arg(ap, const char *))
+        r = k8s_buf_append(b, s, strlen(s));
+    va_end(ap);
+    return r;
+}
+
+int k8s_buf_append_int(struct k8s_buf *b, long long v)
+{
+    char tmp[24], *p = tmp + sizeof(tmp);
+    unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    return k8s_buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...)

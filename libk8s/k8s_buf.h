@@ -13,6 +13,7 @@
 #define K8S_BUF_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "k8s_err.h"
 
@@ -29,8 +30,25 @@ void k8s_buf_done(struct k8s_buf *b);
 /* Keep the memory, drop the contents. */
 void k8s_buf_reset(struct k8s_buf *b);
 
-int k8s_buf_append(struct k8s_buf *b, const void *p, size_t n) K8S_MUST_CHECK;
+int k8s_buf_append_slow(struct k8s_buf *b, const void *p, size_t n) K8S_MUST_CHECK;
+
+/* Append n bytes (inline when they fit: the JSON writer's hot path). */
+K8S_MUST_CHECK static inline int k8s_buf_append(struct k8s_buf *b, const void *p, size_t n)
+{
+    if (n < b->alloc - b->len && n <= b->max - b->len) { /* no overflow: len <= alloc, max */
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return 0;
+    }
+    return k8s_buf_append_slow(b, p, n);
+}
+
 int k8s_buf_appends(struct k8s_buf *b, const char *s) K8S_MUST_CHECK;
+/* Append each string argument in turn; the list ends with NULL. */
+int k8s_buf_cat(struct k8s_buf *b, ...) K8S_MUST_CHECK __attribute__((sentinel));
+/* Append the decimal digits of v (a '-' first when negative). */
+int k8s_buf_append_int(struct k8s_buf *b, long long v) K8S_MUST_CHECK;
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...) K8S_PRINTF(2, 3) K8S_MUST_CHECK;
 
 /* Make room for n more bytes and point *ret_tail at where they go (valid

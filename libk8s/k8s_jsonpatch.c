@@ -25,7 +25,8 @@ int k8s_jsonptr_push(struct k8s_buf *ptr, const char *seg)
 
 int k8s_jsonptr_push_index(struct k8s_buf *ptr, size_t idx)
 {
-    return k8s_buf_printf(ptr, "/%zu", idx);
+    int r = k8s_buf_append(ptr, "/", 1);
+    return r ? r : k8s_buf_append_int(ptr, (long long)idx);
 }
 
 int k8s_jsonptr_push_end(struct k8s_buf *ptr)

@@ -30,14 +30,27 @@ bool k8s_log_enabled(int level)
     return level <= __atomic_load_n(&log_level, __ATOMIC_RELAXED);
 }
 
+/* "YYYY-MM-DDTHH:MM:SS.uuuuuuZ"; the seconds part is formatted once per
+ * second per thread (out must hold 28 bytes). */
 static void format_ts(char *out, size_t cap)
 {
+    static __thread time_t last = -1;
+    static __thread char prefix[24];
     struct timeval tv;
-    struct tm tm;
     gettimeofday(&tv, NULL);
-    gmtime_r(&tv.tv_sec, &tm);
-    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, cap - n, ".%06ldZ", (long)tv.tv_usec);
+    if (tv.tv_sec != last) {
+        struct tm tm;
+        gmtime_r(&tv.tv_sec, &tm);
+        strftime(prefix, sizeof(prefix), "%Y-%m-%dT%H:%M:%S.", &tm);
+        last = tv.tv_sec;
+    }
+    size_t n = strlen(prefix);
+    memcpy(out, prefix, n);
+    long us = (long)tv.tv_usec;
+    for (int i = 5; i >= 0; i--, us /= 10)
+        out[n + (size_t)i] = (char)('0' + us % 10);
+    memcpy(out + n + 6, "Z", 2);
+    (void)cap;
 }
 
 static void write_all(int fd, const char *p, size_t n)
@@ -51,33 +64,67 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/* {"ts":"...","level":"...","msg":"..." — the line without its close. */
+static int line_start(struct k8s_buf *b, int level, const char *msg)
+{
+    char ts[40];
+    format_ts(ts, sizeof(ts));
+    int lv = level < 0 ? 0 : level > K8S_LOG_TRACE ? K8S_LOG_TRACE : level;
+    const char *m = msg ? msg : "";
+    int r = k8s_buf_cat(b, "{\"ts\":\"", ts, "\",\"level\":\"", level_names[lv], "\",\"msg\":", NULL);
+    return r ? r : k8s_json_write_string(m, strlen(m), b);
+}
+
+static void line_end(struct k8s_buf *b, int r)
+{
+    if (r == 0)
+        r = k8s_buf_append(b, "}\n", 2);
+    if (r == 0) /* one write per line: lines of concurrent threads never interleave */
+        write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), b->data, b->len);
+    k8s_buf_done(b);
+}
+
 void k8s_log_json(int level, const char *msg, json_t *fields)
 {
     if (!k8s_log_enabled(level)) {
         json_decref(fields);
         return;
     }
-    char ts[40];
-    format_ts(ts, sizeof(ts));
-    int lv = level < 0 ? 0 : level > K8S_LOG_TRACE ? K8S_LOG_TRACE : level;
-    json_t *line = json_object();
-    if (!line) {
-        json_decref(fields);
-        return;
-    }
-    json_object_set_new(line, "ts", json_string(ts));
-    json_object_set_new(line, "level", json_string(level_names[lv]));
-    json_object_set_new(line, "msg", json_string(msg ? msg : ""));
-    if (fields)
-        json_object_update(line, fields);
-    json_decref(fields);
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 20);
-    int r = k8s_json_write(line, &b);
-    json_decref(line);
-    if (r == 0 && k8s_buf_append(&b, "\n", 1) == 0) /* one write for the whole line */
-        write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), b.data, b.len);
-    k8s_buf_done(&b);
+    int r = line_start(&b, level, msg);
+    const char *key;
+    json_t *v;
+    json_object_foreach(fields, key, v)
+    {
+        r = r ? r : k8s_buf_append(&b, ",", 1);
+        r = r ? r : k8s_json_write_string(key, strlen(key), &b);
+        r = r ? r : k8s_buf_append(&b, ":", 1);
+        r = r ? r : k8s_json_write(v, &b);
+    }
+    json_decref(fields);
+    line_end(&b, r);
+}
+
+void k8s_log_fields(int level, const char *msg, const struct k8s_log_field *f, size_t n)
+{
+    if (!k8s_log_enabled(level))
+        return;
+    struct k8s_buf b;
+    char *tail;
+    k8s_buf_init(&b, 1 << 20);
+    int r = k8s_buf_reserve(&b, 512, &tail);
+    r = r ? r : line_start(&b, level, msg);
+    for (size_t i = 0; i < n && r == 0; i++) {
+        r = k8s_buf_append(&b, ",", 1);
+        r = r ? r : k8s_json_write_string(f[i].key, strlen(f[i].key), &b);
+        r = r ? r : k8s_buf_append(&b, ":", 1);
+        if (r == 0 && f[i].str)
+            r = k8s_json_write_string(f[i].str, strlen(f[i].str), &b);
+        else if (r == 0)
+            r = k8s_buf_append_int(&b, f[i].num);
+    }
+    line_end(&b, r);
 }
 
 void k8s_logf(int level, const char *fmt, ...)

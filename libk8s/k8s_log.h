@@ -32,6 +32,17 @@ bool k8s_log_enabled(int level);
 
 /* Log msg with the fields of `fields` (steals the reference; may be NULL). */
 void k8s_log_json(int level, const char *msg, json_t *fields);
+/* A field of k8s_log_fields: a string (str != NULL) or an integer. */
+struct k8s_log_field {
+    const char *key;
+    const char *str;
+    long long num;
+};
+
+/* Log msg with n fields, written straight into the line (no JSON values
+ * built): for per-request lines. */
+void k8s_log_fields(int level, const char *msg, const struct k8s_log_field *f, size_t n);
+
 /* printf-style message with no extra fields. */
 void k8s_logf(int level, const char *fmt, ...) K8S_PRINTF(2, 3);
 

@@ -70,13 +70,18 @@ static void log_decision(const struct wh_review *rv, const struct wh_mutate_out 
     int level = o == WH_OUT_ERROR ? K8S_LOG_WARN : K8S_LOG_INFO;
     if (!k8s_log_enabled(level))
         return;
-    json_t *f = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "uid", rv->uid,
-                          "namespace", rv->ns, "object", rv->what, "workload", mo->workload,
-                          "decision", outcome_names[o], "reason", mo->reason, "operations",
-                          (json_int_t)json_array_size(mo->patch), "warnings",
-                          (json_int_t)json_array_size(mo->warnings), "us",
-                          (json_int_t)((k8s_mono_ns() - start_ns) / 1000));
-    k8s_log_json(level, "admission", f);
+    const struct k8s_log_field f[] = {
+        {"uid", rv->uid},
+        {"namespace", rv->ns},
+        {"object", rv->what},
+        {"workload", mo->workload},
+        {"decision", outcome_names[o]},
+        {"reason", mo->reason},
+        {"operations", NULL, (long long)json_array_size(mo->patch)},
+        {"warnings", NULL, (long long)json_array_size(mo->warnings)},
+        {"us", NULL, (k8s_mono_ns() - start_ns) / 1000},
+    };
+    k8s_log_fields(level, "admission", f, sizeof(f) / sizeof(f[0]));
 }
 
 static enum wh_outcome classify(const struct wh_mutate_out *mo, int r)
@@ -179,7 +184,10 @@ static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, i
     r = respond(&rv, &mo, o, ret);
     account(ctx, o, start_ns);
     log_decision(&rv, &mo, o, start_ns);
-    wh_mutate_out_done(&mo);
-    wh_review_done(&rv);
+    /* built here, in the request's arena, from nothing but its own values:
+     * their memory returns with the arena, without walking the trees */
+    k8s_arena_forget(&mo.patch);
+    k8s_arena_forget(&mo.warnings);
+    k8s_arena_forget(&rv.root);
     return r;
 }

@@ -151,7 +151,7 @@ char *wh_attrs_format(const struct wh_attrs *a)
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 20);
     for (size_t i = 0; i < a->n; i++)
-        if (k8s_buf_printf(&b, "%s%s=%s", i ? "," : "", a->kv[i].key, a->kv[i].value) < 0)
+        if (k8s_buf_cat(&b, i ? "," : "", a->kv[i].key, "=", a->kv[i].value, NULL) < 0)
             return NULL;
     return k8s_buf_take(&b, NULL);
 }
@@ -172,8 +172,7 @@ char *wh_attrs_merge_into(const char *user, const struct wh_attrs *ours)
         if (wh_attrs_get(&theirs, ours->kv[i].key))
             continue;
         if ((b.len == 0 && k8s_buf_append(&b, user, ulen) < 0) ||
-            k8s_buf_printf(&b, "%s%s=%s", b.len ? "," : "", ours->kv[i].key, ours->kv[i].value) <
-                0)
+            k8s_buf_cat(&b, b.len ? "," : "", ours->kv[i].key, "=", ours->kv[i].value, NULL) < 0)
             goto out_done;
     }
     /* nothing of ours missing: the user's value stays exactly as it was */

@@ -250,7 +250,7 @@ static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int
             if (p->slot[j] != i)
                 continue;
             k8s_buf_reset(&path);
-            r = k8s_buf_printf(&path, "%s/env", cpath);
+            r = k8s_buf_cat(&path, cpath, "/env", NULL);
             if (r == 0)
                 r = i == p->n_user ? k8s_jsonptr_push_end(&path)
                                    : k8s_jsonptr_push_index(&path, i + inserted);

@@ -39,7 +39,7 @@ char *wh_sorted_labels(const json_t *labels)
     int r = 0;
     for (i = 0; i < n && r == 0; i++) {
         const char *val = json_string_value(json_object_get(labels, keys[i]));
-        r = k8s_buf_printf(&b, "%s%s=%s", i ? "," : "", keys[i], val ? val : "");
+        r = k8s_buf_cat(&b, i ? "," : "", keys[i], "=", val ? val : "", NULL);
     }
     free(keys);
     return r < 0 ? NULL : k8s_buf_take(&b, NULL);

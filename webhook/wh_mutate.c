@@ -290,12 +290,12 @@ static int injection_value(const struct wh_envset *set, char *out, size_t cap)
     int r = 0;
     for (size_t i = 0; i < set->n && r == 0; i++) {
         const struct wh_env_var *v = &set->v[i];
-        r = k8s_buf_printf(&b, "env %s=%s%s\n", v->name, v->value ? "" : "fieldRef:",
-                           v->value ? v->value : v->field_path);
+        r = k8s_buf_cat(&b, "env ", v->name, "=", v->value ? "" : "fieldRef:",
+                        v->value ? v->value : v->field_path, "\n", NULL);
     }
     for (size_t i = 0; i < 5 && r == 0; i++)
-        r = k8s_buf_printf(&b, "volume %s %s\n", volume_items[i][0], volume_items[i][1]);
-    r = r ? r : k8s_buf_printf(&b, "mount %s %s ro\n", WH_VOLUME_NAME, WH_MOUNT_PATH);
+        r = k8s_buf_cat(&b, "volume ", volume_items[i][0], " ", volume_items[i][1], "\n", NULL);
+    r = r ? r : k8s_buf_cat(&b, "mount " WH_VOLUME_NAME " " WH_MOUNT_PATH " ro\n", NULL);
     if (r < 0)
         return r;
     char hex[65];

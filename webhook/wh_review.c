@@ -134,10 +134,14 @@ char *wh_review_respond(const struct wh_review *rv, const json_t *patch, const j
     struct k8s_buf raw, out;
     k8s_buf_init(&raw, 1 << 28);
     k8s_buf_init(&out, 1 << 29);
+    char *tail; /* typical sizes up front: a patch of a few KiB, its base64, the envelope */
+    if (k8s_buf_reserve(&raw, 8192, &tail) < 0 || k8s_buf_reserve(&out, 12288, &tail) < 0) {
+        k8s_buf_done(&raw);
+        return NULL;
+    }
     bool patched = json_array_size(patch) > 0;
-    int r = k8s_buf_printf(&out, "{\"apiVersion\":\"%s\",\"kind\":\"AdmissionReview\","
-                                 "\"response\":{\"uid\":",
-                           api_versions[rv->version]);
+    int r = k8s_buf_cat(&out, "{\"apiVersion\":\"", api_versions[rv->version],
+                        "\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":", NULL);
     r = r ? r : k8s_json_write_string(rv->uid, strlen(rv->uid), &out);
     r = r ? r : k8s_buf_appends(&out, ",\"allowed\":true");
     if (r == 0 && patched) {

@@ -1,6 +1,8 @@
 #include "wh_server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -19,12 +21,25 @@
 
 enum route { R_NONE, R_MUTATE, R_HEALTHZ, R_READYZ, R_METRICS };
 
+/* One libmicrohttpd daemon with its own thread: a worker. The acceptor
+ * gives each new connection to the worker with the fewest, so keep-alive
+ * connections (the API server holds up to 25) spread over every core. A
+ * shared listen socket polled by a thread pool instead leaves it to
+ * whichever thread wakes first, and one core often ends up with them all. */
+struct worker {
+    struct MHD_Daemon *d;
+    int conns; /* open connections (atomic) */
+};
+
 struct wh_server {
     struct wh_server_deps deps;
     struct wh_admit_ctx admit;
-    struct MHD_Daemon *tls_d;
+    struct worker *workers;
+    size_t nworkers;
     struct MHD_Daemon *plain_d;
-    int listen_fd; /* returned by quiesce; closed by us */
+    int listen_fd;
+    pthread_t acceptor;
+    bool accepting;
     int port;
     int inflight;  /* requests between arrival and completion (atomic) */
     bool draining; /* atomic */
@@ -170,6 +185,9 @@ static enum MHD_Result begin(struct wh_server *s, struct MHD_Connection *c, cons
         return text(c, s, 413, "request body exceeds --max-request-bytes");
     }
     rq->too_large = declared > s->deps.cfg->max_request_bytes;
+    char *tail; /* one allocation for the whole body when its size is declared */
+    if (!rq->too_large && declared > 0 && k8s_buf_reserve(&rq->body, (size_t)declared, &tail) < 0)
+        rq->too_large = true;
     return MHD_YES;
 }
 
@@ -288,6 +306,97 @@ static int resolve(const char *host, const char *port, struct sockaddr_storage *
     return 0;
 }
 
+/* The acceptor counts a connection when it hands it over (the worker's
+ * STARTED notice comes later, after more accepts); CLOSED uncounts it. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    struct worker *w = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+        __atomic_sub_fetch(&w->conns, 1, __ATOMIC_RELAXED);
+}
+
+static int start_worker(struct wh_server *s, struct worker *w, bool ipv6)
+{
+    const struct wh_config *cfg = s->deps.cfg;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+                     MHD_USE_ITC | MHD_USE_TURBO | MHD_USE_NO_LISTEN_SOCKET |
+                     (ipv6 ? MHD_USE_IPv6 : 0);
+    w->d = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve,
+        MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(cfg->request_timeout_ns / K8S_NSEC_PER_SEC), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(16 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, w, MHD_OPTION_END);
+    return w->d ? 0 : -K8S_EIO;
+}
+
+static struct worker *least_loaded(struct wh_server *s, int *total)
+{
+    struct worker *best = &s->workers[0];
+    *total = 0;
+    for (size_t i = 0; i < s->nworkers; i++) {
+        int n = __atomic_load_n(&s->workers[i].conns, __ATOMIC_RELAXED);
+        *total += n;
+        if (n < __atomic_load_n(&best->conns, __ATOMIC_RELAXED))
+            best = &s->workers[i];
+    }
+    return best;
+}
+
+/* Accept until the listen socket is shut down (drain). */
+static void *accept_main(void *arg)
+{
+    struct wh_server *s = arg;
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        int fd = accept4(s->listen_fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                usleep(10 * 1000); /* out of descriptors: let connections close */
+                continue;
+            }
+            return NULL; /* EINVAL after shutdown(): draining */
+        }
+        int total;
+        struct worker *w = least_loaded(s, &total);
+        if (total >= s->deps.cfg->max_connections) {
+            close(fd); /* over --max-connections */
+            continue;
+        }
+        __atomic_add_fetch(&w->conns, 1, __ATOMIC_RELAXED);
+        (void)MHD_add_connection(w->d, fd, (struct sockaddr *)&ss, len); /* closes fd on failure */
+    }
+}
+
+static int open_listener(struct wh_server *s, const struct sockaddr_storage *ss,
+                         struct k8s_error *reterr)
+{
+    const struct wh_config *cfg = s->deps.cfg;
+    int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                              : sizeof(struct sockaddr_in);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 1024) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return k8s_error_set(reterr, -K8S_EIO, "cannot listen on %s:%d: %s", cfg->bind_address,
+                             (int)cfg->port, strerror(e));
+    }
+    struct sockaddr_storage bound;
+    len = sizeof(bound);
+    getsockname(fd, (struct sockaddr *)&bound, &len);
+    s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                : ((struct sockaddr_in *)&bound)->sin_port);
+    s->listen_fd = fd;
+    return 0;
+}
+
 static int start_tls(struct wh_server *s, struct k8s_error *reterr)
 {
     const struct wh_config *cfg = s->deps.cfg;
@@ -295,24 +404,21 @@ static int start_tls(struct wh_server *s, struct k8s_error *reterr)
     char port[16];
     snprintf(port, sizeof(port), "%d", (int)cfg->port);
     int r = resolve(cfg->bind_address, port, &ss, reterr);
+    if (r == 0)
+        r = open_listener(s, &ss, reterr);
     if (r < 0)
         return r;
     wh_tls_install(s->deps.tls);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
-                     MHD_USE_ITC | MHD_USE_TURBO | (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    s->tls_d = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-        TLS_PRIORITIES, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg->threads,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(cfg->request_timeout_ns / K8S_NSEC_PER_SEC),
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE,
-        (unsigned)1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
-    if (!s->tls_d)
-        return k8s_error_set(reterr, -K8S_EIO, "cannot listen on %s:%s (address in use?)",
-                             cfg->bind_address, port);
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->tls_d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : (int)cfg->port;
+    s->nworkers = (size_t)cfg->threads;
+    s->workers = calloc(s->nworkers, sizeof(*s->workers));
+    if (!s->workers)
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    for (size_t i = 0; i < s->nworkers; i++)
+        if (start_worker(s, &s->workers[i], ss.ss_family == AF_INET6) < 0)
+            return k8s_error_set(reterr, -K8S_EIO, "cannot start server thread %zu", i);
+    if (pthread_create(&s->acceptor, NULL, accept_main, s) != 0)
+        return k8s_error_set(reterr, -K8S_EIO, "cannot start the accept thread");
+    s->accepting = true;
     return 0;
 }
 
@@ -349,30 +455,37 @@ int wh_server_start(struct wh_server *s, struct k8s_error *reterr)
     return r;
 }
 
+/* Stop accepting: new connections are refused by the kernel at once. */
+static void stop_accepting(struct wh_server *s)
+{
+    if (s->listen_fd >= 0)
+        shutdown(s->listen_fd, SHUT_RDWR); /* wakes the acceptor with EINVAL */
+    if (s->accepting)
+        pthread_join(s->acceptor, NULL);
+    s->accepting = false;
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    s->listen_fd = -1;
+}
+
 void wh_server_drain(struct wh_server *s)
 {
     __atomic_store_n(&s->draining, true, __ATOMIC_RELAXED);
-    if (s->tls_d && s->listen_fd < 0) {
-        MHD_socket fd = MHD_quiesce_daemon(s->tls_d);
-        s->listen_fd = fd == MHD_INVALID_SOCKET ? -1 : fd;
-        /* MHD threads may still hold the fd until MHD_stop_daemon, so it is
-         * closed there; shutdown() makes the kernel refuse new connections now
-         * instead of queueing them in the backlog. */
-        if (s->listen_fd >= 0)
-            shutdown(s->listen_fd, SHUT_RDWR);
-    }
+    stop_accepting(s);
 }
 
 static void stop(struct wh_server *s)
 {
-    if (s->tls_d)
-        MHD_stop_daemon(s->tls_d);
+    stop_accepting(s);
+    for (size_t i = 0; i < s->nworkers; i++)
+        if (s->workers[i].d)
+            MHD_stop_daemon(s->workers[i].d);
+    free(s->workers);
+    s->workers = NULL;
+    s->nworkers = 0;
     if (s->plain_d)
         MHD_stop_daemon(s->plain_d);
-    s->tls_d = s->plain_d = NULL;
-    if (s->listen_fd >= 0)
-        close(s->listen_fd);
-    s->listen_fd = -1;
+    s->plain_d = NULL;
 }
 
 int wh_server_wait(struct wh_server *s, int64_t deadline_ns)

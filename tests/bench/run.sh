@@ -6,7 +6,7 @@
 # Usage: tests/bench/run.sh BIN_DIR
 # Env:   BENCH_ROUNDS (3), BENCH_SECONDS (8), BENCH_WARMUP (2),
 #        BENCH_THREADS (wrk -t, 1), BENCH_CONNECTIONS (wrk -c, 25),
-#        BENCH_SETTLE (5: most seconds to wait for a quiet machine before a run)
+#        BENCH_SETTLE (3: most seconds to wait for a quiet machine before a run)
 # Writes tests/bench/out/report.md (also printed). Missed targets are
 # reported, not fatal; exits non-zero when an arm fails to start, answers
 # differently from the others, or wrk sees non-2xx responses or socket errors.
@@ -22,7 +22,7 @@ secs=${BENCH_SECONDS:-8}
 warm=${BENCH_WARMUP:-2}
 threads=${BENCH_THREADS:-1}
 conns=${BENCH_CONNECTIONS:-25}
-settle=${BENCH_SETTLE:-5}
+settle=${BENCH_SETTLE:-3}
 cluster=projects/demo/locations/us-central1/clusters/tpu-1
 fixtures=$root/tests/fixtures/admission
 expected=$here/expected
@@ -98,6 +98,14 @@ cpu_ticks() {
     echo "$t"
 }
 
+# Ticks of each webhook thread or nginx worker: how evenly the load spreads.
+unit_ticks() {
+    case $1 in
+    webhook) cat "/proc/$2"/task/*/stat ;;
+    nginx) for p in $(pgrep -P "$2"); do cat "/proc/$p/stat"; done ;;
+    esac 2>/dev/null | awk '{ printf "%d ", $14 + $15 }'
+}
+
 # CPU ticks the whole machine was busy so far (other sessions' builds count).
 machine_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
@@ -117,13 +125,14 @@ settle() {
 # One wrk run; appends a results line unless it is a warm-up (round 0).
 errors=0
 measure() { # round review arm seconds
-    local round=$1 review=$2 arm=$3 d=$4 pid port f t0 t1 s0 s1 w0 w1
+    local round=$1 review=$2 arm=$3 d=$4 pid port f t0 t1 s0 s1 u0 u1 w0 w1
     pid=$(pid_of "$arm")
     port=$(port_of "$arm")
     f=$out/wrk/$review-$arm-r$round.txt
     alive "$pid" "$arm"
     [ "$round" = 0 ] || settle
     t0=$(cpu_ticks "$pid")
+    u0=$(unit_ticks "$arm" "$pid")
     s0=$(machine_ticks)
     times >"$tmp/times0"
     w0=$(date +%s%N)
@@ -134,6 +143,7 @@ measure() { # round review arm seconds
     w1=$(date +%s%N)
     times >"$tmp/times1"
     s1=$(machine_ticks)
+    u1=$(unit_ticks "$arm" "$pid")
     t1=$(cpu_ticks "$pid")
     # wall seconds, then wrk's user+sys seconds (bash `times`: children's totals)
     cat "$tmp/times0" "$tmp/times1" | awk -v ns=$((w1 - w0)) '
@@ -143,8 +153,10 @@ measure() { # round review arm seconds
     alive "$pid" "$arm"
     local line
     line=$(awk -v round="$round" -v review="$review" -v arm="$arm" -v ticks=$((t1 - t0)) \
-        -v busy=$((s1 - s0)) -v hz="$hz" -v timef="$f.time" -f "$here/wrk.awk" \
+        -v busy=$((s1 - s0)) -v hz="$hz" -v timef="$f.time" \
+        -v u0="$u0" -v u1="$u1" -f "$here/wrk.awk" \
         "$f") || { cat "$f" >&2; die "cannot parse wrk output for $arm ($review)"; }
+    # shellcheck disable=SC2086 # split the results line into $1..$13
     set -- $line
     if [ "$8" != 0 ] || [ "$9" != 0 ]; then
         echo "bench: $arm $review round $round: $8 non-2xx responses, $9 socket errors (see $f)" >&2
@@ -163,10 +175,11 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
     -keyout "$tmp/tls.key" -out "$tmp/tls.crt" 2>/dev/null || die "openssl failed"
 
 echo "bench: building the Go peer ($(go version | awk '{ print $3 }'))"
-if [ -z "$(go env GOCACHE 2>/dev/null)" ]; then export GOCACHE=$out/gocache; fi
+if [ -z "$(go env GOCACHE 2>/dev/null)" ]; then export GOCACHE=${TMPDIR:-/tmp}/mldbench-gocache; fi
 (cd "$here/peers/go-webhook" && GOFLAGS=-mod=mod GOPROXY=off go build -o "$out/gowebhook" .) ||
     die "go build failed"
 
+# shellcheck disable=SC2046
 set -- $(free_ports 3)
 port_webhook=$1 port_go=$2 port_nginx=$3
 
@@ -187,19 +200,8 @@ wait_until "$pid_go" "Go peer" listening "$port_go"
 go_idle_rss_kb=$(status_kb "$pid_go" VmRSS)
 
 canned=$expected/resp-5k.json
-grep -q "[\$'\\\\]" "$canned" && die "$canned has \$, ' or \\: cannot inline it in nginx.conf"
-OUT=$out PORT=$port_nginx CERT=$tmp/tls.crt KEY=$tmp/tls.key CANNED=$canned \
-    TMPL=$here/nginx.conf.tmpl python3 -c '
-import os
-t = open(os.environ["TMPL"]).read()
-for k in ("OUT", "PORT", "CERT", "KEY"):
-    t = t.replace("@%s@" % k, os.environ[k])
-body = open(os.environ["CANNED"]).read()
-chunks = [body[i:i + 2048] for i in range(0, len(body), 2048)]
-t = t.replace("@BODY_SETS@", "\n".join("            set $b%d \x27%s\x27;" % (i, c)
-                                       for i, c in enumerate(chunks)))
-print(t.replace("@BODY_VARS@", "".join("$b%d" % i for i in range(len(chunks)))), end="")
-' >"$out/nginx.conf"
+python3 "$here/nginx_conf.py" "$here/nginx.conf.tmpl" "$out" "$port_nginx" "$tmp/tls.crt" \
+    "$tmp/tls.key" "$canned" >"$out/nginx.conf" || die "cannot render nginx.conf"
 nginx -p "$out" -c "$out/nginx.conf" -e "$out/nginx-error.log" &
 pid_nginx=$!
 pids="$pids $pid_nginx"
@@ -222,10 +224,8 @@ for r in $reviews; do
         die "the webhook and the Go peer do not do the same work for the $r review"
     cmp -s "$out/answer-nginx-$r.json" "$canned" || die "nginx did not answer the canned body"
 done
-size() { wc -c <"$1" | tr -d ' '; }
-resp_webhook=$(size "$out/answer-webhook-5k.json")
-[ "$resp_webhook" = "$(size "$canned")" ] ||
-    echo "bench: note: webhook answers $resp_webhook B, the canned nginx body is $(size "$canned") B" >&2
+[ "$(wc -c <"$out/answer-webhook-5k.json")" = "$(wc -c <"$canned")" ] ||
+    echo "bench: note: the webhook's 5k answer is no longer the size of $canned" >&2
 
 # ---------- warm up, then timed rounds with the arms alternated ----------
 
@@ -239,6 +239,7 @@ echo "bench: $rounds round(s), wrk -t$threads -c$conns -d${secs}s per arm and re
 k=0
 for round in $(seq "$rounds"); do
     for r in $reviews; do
+        # shellcheck disable=SC2086 # rotate the arms: round-robin start
         set -- $arms
         i=0
         while [ "$i" -lt $((k % $#)) ]; do a=$1; shift; set -- "$@" "$a"; i=$((i + 1)); done
@@ -251,17 +252,9 @@ loaded_hwm_kb=$(status_kb "$pid_webhook" VmHWM)
 go_hwm_kb=$(status_kb "$pid_go" VmHWM)
 
 cat >"$out/meta.env" <<EOF
-date=$(date -u '+%Y-%m-%d %H:%M UTC')
-cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-ncpu=$(nproc)
 wrk=-t$threads -c$conns --latency
 rounds=$rounds
 seconds=$secs
-size_5k=$(size "$fixtures/bench-jobset-5k.json")
-size_64k=$(size "$fixtures/bench-jobset-64k.json")
-resp_webhook=$resp_webhook
-resp_go=$(size "$out/answer-go-5k.json")
-resp_nginx=$(size "$out/answer-nginx-5k.json")
 idle_rss_kb=$idle_rss_kb
 loaded_hwm_kb=$loaded_hwm_kb
 go_idle_rss_kb=$go_idle_rss_kb
@@ -269,5 +262,5 @@ go_hwm_kb=$go_hwm_kb
 EOF
 
 echo
-python3 "$here/report.py" "$out/results.tsv" "$out/meta.env" | tee "$out/report.md"
+python3 "$here/report.py" "$out" "$fixtures" | tee "$out/report.md"
 [ "$errors" = 0 ] || die "$errors wrk run(s) saw non-2xx responses or socket errors"
