@@ -165,3 +165,15 @@ void k8s_arena_leave(void)
 {
     scope = NULL;
 }
+
+struct k8s_arena *k8s_arena_pause(void)
+{
+    struct k8s_arena *a = scope;
+    scope = NULL;
+    return a;
+}
+
+void k8s_arena_resume(struct k8s_arena *a)
+{
+    scope = a;
+}

@@ -55,4 +55,9 @@ void k8s_arena_forget(json_t **v);
 void k8s_arena_enter(struct k8s_arena *a);
 void k8s_arena_leave(void);
 
+/* Leave the thread's scope for a while (returns it, or NULL) and come back:
+ * for long-lived structures (caches) touched from inside a request. */
+struct k8s_arena *k8s_arena_pause(void);
+void k8s_arena_resume(struct k8s_arena *a);
+
 #endif

@@ -123,8 +123,26 @@ void wh_config_done(struct wh_config *cfg)
     if (!cfg)
         return;
     free(cfg->skip_store);
+    free(cfg->cluster_found);
     cfg->skip_store = NULL;
+    cfg->cluster_found = NULL;
     cfg->n_skip = 0;
+}
+
+const char *wh_config_cluster(const struct wh_config *cfg)
+{
+    if (*cfg->cluster_name)
+        return cfg->cluster_name;
+    const char *found = __atomic_load_n(&cfg->cluster_found, __ATOMIC_ACQUIRE);
+    return found ? found : "";
+}
+
+void wh_config_found_cluster(struct wh_config *cfg, char *name)
+{
+    char *none = NULL;
+    if (!__atomic_compare_exchange_n(&cfg->cluster_found, &none, name, false, __ATOMIC_RELEASE,
+                                     __ATOMIC_RELAXED))
+        free(name);
 }
 
 bool wh_config_skips(const struct wh_config *cfg, const char *name)

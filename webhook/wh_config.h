@@ -31,7 +31,8 @@ struct wh_config {
     int64_t threads;
     int64_t budget_ns; /* whole admission decision */
     /* injection */
-    const char *cluster_name; /* "" = unknown */
+    const char *cluster_name; /* --cluster-name or $CLUSTER_NAME; "" = not given */
+    char *cluster_found;      /* found later (GKE metadata server); atomic, set once */
     const char *cluster_domain;
     const char *otel_collector_name;
     const char *otel_collector_namespace;
@@ -62,6 +63,12 @@ int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr) K8S_MUST_C
 void wh_config_usage(const struct wh_config *cfg);
 
 void wh_config_done(struct wh_config *cfg);
+
+/* The cluster name to inject: the flag/env value, else the one found on
+ * the metadata server, else "". Any thread. */
+const char *wh_config_cluster(const struct wh_config *cfg);
+/* Record a found cluster name (steals it); ignored once one is set. */
+void wh_config_found_cluster(struct wh_config *cfg, char *name);
 
 /* true when name is in the --skip-containers list. */
 bool wh_config_skips(const struct wh_config *cfg, const char *name);

@@ -13,7 +13,11 @@
 #include "k8s_log.h"
 #include "k8s_metrics.h"
 #include "k8s_time.h"
+#include "k8s_client.h"
+#include "k8s_config.h"
+#include "wh_cache.h"
 #include "wh_config.h"
+#include "wh_gke.h"
 #include "wh_inject.h"
 #include "wh_server.h"
 #include "wh_tls.h"
@@ -38,10 +42,49 @@ static void block_signals(sigset_t *set)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* The API server side: client and caches (not in --standalone). */
+struct cluster {
+    struct k8s_client *client;
+    struct wh_cache *cache;
+};
+
+static int connect_cluster(const struct wh_config *cfg, struct k8s_metrics *m,
+                           struct cluster *out)
+{
+    struct k8s_config kc;
+    struct k8s_error err = {0};
+    int r = k8s_config_load(cfg->kubeconfig, &kc, &err);
+    if (r < 0) {
+        k8s_log_json(K8S_LOG_ERROR, "no API server configuration (use --standalone without one)",
+                     json_pack("{s:s}", "error", err.message));
+        return r;
+    }
+    k8s_log_json(K8S_LOG_INFO, "API server", json_pack("{s:s, s:s}", "server", kc.server,
+                                                       "config", kc.source));
+    r = k8s_client_new(&kc, &out->client);
+    k8s_config_done(&kc);
+    struct wh_cache_opts opts = {.metrics = m};
+    r = r ? r : wh_cache_start(out->client, &opts, &out->cache);
+    if (r < 0)
+        k8s_logf(K8S_LOG_ERROR, "cannot start the API caches: %s", k8s_strerror(r));
+    return r;
+}
+
+static void disconnect_cluster(struct cluster *c)
+{
+    wh_cache_free(c->cache);
+    k8s_client_free(c->client);
+}
+
 static int run_server(struct wh_config *cfg, struct wh_tls *tls, struct k8s_metrics *m,
-                      const sigset_t *stop_set)
+                      struct cluster *cl, const sigset_t *stop_set)
 {
     struct wh_server_deps deps = {.cfg = cfg, .tls = tls, .metrics = m};
+    if (cl->cache) {
+        deps.lookup = wh_cache_lookup(cl->cache);
+        deps.ready = wh_cache_synced;
+        deps.ready_ud = cl->cache;
+    }
     struct wh_server *srv = NULL;
     struct k8s_error err = {0};
     if (wh_server_new(&deps, &srv) < 0 || wh_server_start(srv, &err) < 0) {
@@ -53,7 +96,7 @@ static int run_server(struct wh_config *cfg, struct wh_tls *tls, struct k8s_metr
     k8s_log_json(K8S_LOG_INFO, "serving",
                  json_pack("{s:s, s:i, s:b, s:s, s:s}", "address", cfg->bind_address, "port",
                            wh_server_port(srv), "standalone", cfg->standalone, "cluster",
-                           cfg->cluster_name, "version", MLD_VERSION));
+                           wh_config_cluster(cfg), "version", MLD_VERSION));
     int sig = 0;
     sigwait(stop_set, &sig);
     int64_t deadline = k8s_mono_ns() + cfg->shutdown_timeout_ns;
@@ -96,7 +139,18 @@ static int serve(int argc, char **argv, int argi)
         return 1;
     }
     struct k8s_metrics *m = k8s_metrics_new();
-    r = m ? run_server(&cfg, tls, m, &stop_set) : 1;
+    struct cluster cl = {0};
+    struct wh_gke *gke = NULL;
+    r = m ? 0 : -K8S_ENOMEM;
+    if (r == 0 && !cfg.standalone)
+        r = connect_cluster(&cfg, m, &cl);
+    /* the metadata server is not the API server: standalone asks it only
+     * when pointed at one explicitly */
+    if (r == 0 && (!cfg.standalone || getenv("GCE_METADATA_HOST")))
+        r = wh_gke_start(&cfg, &gke);
+    r = r == 0 ? run_server(&cfg, tls, m, &cl, &stop_set) : 1;
+    wh_gke_free(gke);
+    disconnect_cluster(&cl);
     k8s_metrics_free(m);
     wh_tls_free(tls);
     wh_config_done(&cfg);
@@ -106,6 +160,7 @@ static int serve(int argc, char **argv, int argi)
 int main(int argc, char **argv)
 {
     k8s_arena_jansson_install(); /* before any jansson use or thread */
+    k8s_client_global_init();
     const char *cmd = argc > 1 ? argv[1] : "serve";
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("mldiagnostics-webhook %s\n", MLD_VERSION);

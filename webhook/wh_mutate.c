@@ -481,7 +481,7 @@ static int identity_of(struct ctx *x, struct wh_identity *id)
     int r = wh_identity_adopt(x->meta, id);
     if (r != -K8S_ENOTFOUND)
         return r;
-    return wh_identity_build(workload(x), x->cfg->cluster_name, x->out->warnings, id);
+    return wh_identity_build(workload(x), wh_config_cluster(x->cfg), x->out->warnings, id);
 }
 
 static int build_patch(struct ctx *x)

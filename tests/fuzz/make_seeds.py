@@ -22,6 +22,13 @@ def review(pod):
                         "namespace": "ns", "operation": "CREATE", "object": pod}}
 
 
+# watch streams: a chunk-size byte and a filter byte, then the lines
+for root, _, files in os.walk(os.path.join(fixtures, "watch")):
+    for name in files:
+        with open(os.path.join(root, name), "rb") as f:
+            with open(os.path.join(out, "watch-%s" % name), "wb") as o:
+                o.write(b"\x07\x01" + f.read())
+
 for root, _, files in os.walk(fixtures):
     for name in sorted(files):
         if not name.endswith(".json"):

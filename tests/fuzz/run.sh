@@ -11,7 +11,7 @@ mkdir -p "$OUT"
 SEEDS=$(mktemp -d)
 trap 'rm -rf "$SEEDS"' EXIT
 python3 "$HERE/make_seeds.py" "$HERE/../fixtures" "$SEEDS"
-for t in fuzz_admit fuzz_jsonload; do
+for t in fuzz_admit fuzz_jsonload fuzz_watch; do
   mkdir -p "$OUT/corpus-$t"
   echo "== $t for ${SECONDS_EACH}s"
   "$BIN/$t" -max_total_time="$SECONDS_EACH" -max_len=262144 -timeout=10 \

@@ -1,0 +1,145 @@
+#include "k8s_store.h"
+
+#include "k8s_arena.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEY_MAX 512
+
+struct k8s_store {
+    pthread_rwlock_t lock;
+    json_t *map; /* key → object */
+};
+
+struct k8s_store *k8s_store_new(void)
+{
+    struct k8s_store *s = calloc(1, sizeof(*s));
+    if (!s || !(s->map = json_object())) {
+        free(s);
+        return NULL;
+    }
+    pthread_rwlock_init(&s->lock, NULL);
+    return s;
+}
+
+void k8s_store_free(struct k8s_store *s)
+{
+    if (!s)
+        return;
+    json_decref(s->map);
+    pthread_rwlock_destroy(&s->lock);
+    free(s);
+}
+
+bool k8s_store_key(const json_t *obj, char *out, size_t cap)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!name || !*name)
+        return false;
+    int n = ns && *ns ? snprintf(out, cap, "%s/%s", ns, name) : snprintf(out, cap, "%s", name);
+    return n > 0 && (size_t)n < cap;
+}
+
+/* The store outlives any request: its own allocations never come from a
+ * request's arena, whoever calls. */
+void k8s_store_replace_new(struct k8s_store *s, json_t *items)
+{
+    struct k8s_arena *a = k8s_arena_pause();
+    json_t *map = json_object();
+    size_t i;
+    json_t *obj;
+    char key[KEY_MAX];
+    json_array_foreach(items, i, obj) if (map && k8s_store_key(obj, key, sizeof(key)))
+        json_object_set(map, key, obj);
+    json_decref(items);
+    if (map) { /* out of memory: keep what we had */
+        pthread_rwlock_wrlock(&s->lock);
+        json_t *old = s->map;
+        s->map = map;
+        pthread_rwlock_unlock(&s->lock);
+        json_decref(old); /* outside the lock: readers hold their own references */
+    }
+    k8s_arena_resume(a);
+}
+
+void k8s_store_put_new(struct k8s_store *s, json_t *obj)
+{
+    char key[KEY_MAX];
+    if (!k8s_store_key(obj, key, sizeof(key))) {
+        json_decref(obj);
+        return;
+    }
+    struct k8s_arena *a = k8s_arena_pause();
+    pthread_rwlock_wrlock(&s->lock);
+    json_t *old = json_incref(json_object_get(s->map, key));
+    json_object_set_new(s->map, key, obj);
+    pthread_rwlock_unlock(&s->lock);
+    json_decref(old);
+    k8s_arena_resume(a);
+}
+
+json_t *k8s_store_put_if_absent_new(struct k8s_store *s, json_t *obj)
+{
+    char key[KEY_MAX];
+    if (!k8s_store_key(obj, key, sizeof(key)))
+        return obj; /* unnamed: nothing to cache, hand it back */
+    struct k8s_arena *a = k8s_arena_pause();
+    pthread_rwlock_wrlock(&s->lock);
+    json_t *have = json_object_get(s->map, key);
+    if (!have)
+        json_object_set(s->map, key, have = obj);
+    json_incref(have);
+    pthread_rwlock_unlock(&s->lock);
+    json_decref(obj);
+    k8s_arena_resume(a);
+    return have;
+}
+
+void k8s_store_remove(struct k8s_store *s, const json_t *obj)
+{
+    char key[KEY_MAX];
+    if (!k8s_store_key(obj, key, sizeof(key)))
+        return;
+    struct k8s_arena *a = k8s_arena_pause();
+    pthread_rwlock_wrlock(&s->lock);
+    json_t *old = json_incref(json_object_get(s->map, key));
+    json_object_del(s->map, key);
+    pthread_rwlock_unlock(&s->lock);
+    json_decref(old);
+    k8s_arena_resume(a);
+}
+
+json_t *k8s_store_get(struct k8s_store *s, const char *ns, const char *name)
+{
+    char key[KEY_MAX];
+    int n = ns && *ns ? snprintf(key, sizeof(key), "%s/%s", ns, name)
+                      : snprintf(key, sizeof(key), "%s", name);
+    if (n <= 0 || (size_t)n >= sizeof(key))
+        return NULL;
+    pthread_rwlock_rdlock(&s->lock);
+    json_t *obj = json_incref(json_object_get(s->map, key));
+    pthread_rwlock_unlock(&s->lock);
+    return obj;
+}
+
+size_t k8s_store_size(struct k8s_store *s)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    size_t n = json_object_size(s->map);
+    pthread_rwlock_unlock(&s->lock);
+    return n;
+}
+
+void k8s_store_each(struct k8s_store *s, k8s_store_each_fn fn, void *ud)
+{
+    const char *key;
+    json_t *obj;
+    pthread_rwlock_rdlock(&s->lock);
+    json_object_foreach(s->map, key, obj) fn(ud, key, obj);
+    pthread_rwlock_unlock(&s->lock);
+}

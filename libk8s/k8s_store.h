@@ -1,0 +1,54 @@
+/*
+ * k8s_store — a thread-safe cache of Kubernetes objects keyed by
+ * "namespace/name" (or "name" for cluster-scoped objects), fed by a watch
+ * (k8s_watch) and read by request handlers and reconcilers.
+ *
+ * Objects are immutable once stored: writers replace them, readers get a
+ * NEW reference that stays valid however long they hold it, even if the
+ * watch replaces or deletes the object meanwhile (jansson's reference
+ * counts are atomic). A reader-writer lock guards the map.
+ *
+ * Ownership: functions named *_new steal the object(s) they are given;
+ * k8s_store_get returns a new reference. Thread-safety: every function may
+ * be called from any thread.
+ */
+#ifndef K8S_STORE_H
+#define K8S_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "k8s_err.h"
+
+struct k8s_store;
+
+struct k8s_store *k8s_store_new(void);
+void k8s_store_free(struct k8s_store *s);
+
+/* "ns/name" or "name" of an object; false when it has no name. */
+bool k8s_store_key(const json_t *obj, char *out, size_t cap);
+
+/* Replace the whole content with the objects of `items` (an array; steals
+ * it): a (re)list. */
+void k8s_store_replace_new(struct k8s_store *s, json_t *items);
+/* Add or replace one object (steals it). */
+void k8s_store_put_new(struct k8s_store *s, json_t *obj);
+/* Add the object only when no object has its key (steals it); returns the
+ * stored object as a NEW reference (the existing one when present). */
+json_t *k8s_store_put_if_absent_new(struct k8s_store *s, json_t *obj);
+/* Remove the object with obj's key. */
+void k8s_store_remove(struct k8s_store *s, const json_t *obj);
+
+/* The object ns/name (ns "" for cluster-scoped) as a new reference, or
+ * NULL. */
+json_t *k8s_store_get(struct k8s_store *s, const char *ns, const char *name);
+
+size_t k8s_store_size(struct k8s_store *s);
+
+/* Call fn for every object (borrowed for the call) under the read lock;
+ * fn must not call back into the store. */
+typedef void (*k8s_store_each_fn)(void *ud, const char *key, const json_t *obj);
+void k8s_store_each(struct k8s_store *s, k8s_store_each_fn fn, void *ud);
+
+#endif
