@@ -52,7 +52,7 @@ def fixture(*parts):
 class Webhook:
     """The webhook process. Use as a context manager."""
 
-    def __init__(self, *args, cert_dir=None, env=None, wait_ready=True):
+    def __init__(self, *args, cert_dir=None, env=None, wait_ready=True, standalone=True):
         self.tmp = tempfile.mkdtemp(prefix="mld-wh-")
         self.cert_dir = cert_dir or self.tmp
         if cert_dir is None:
@@ -61,7 +61,8 @@ class Webhook:
             self.crt = os.path.join(cert_dir, "tls.crt")
             self.key = os.path.join(cert_dir, "tls.key")
         self.port = free_port()
-        self.args = [WEBHOOK, "--standalone", "--bind-address", "127.0.0.1",
+        self.args = [WEBHOOK] + (["--standalone"] if standalone else []) + [
+                     "--bind-address", "127.0.0.1",
                      "--port", str(self.port), "--tls-cert-file", self.crt,
                      "--tls-key-file", self.key, *args]
         self.log_path = os.path.join(self.tmp, "webhook.log")
