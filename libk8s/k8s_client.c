@@ -1,6 +1,5 @@
 #include "k8s_client.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "k8s_buf.h"
+#include "k8s_curl.h"
 #include "k8s_lines.h"
 #include "k8s_time.h"
 
@@ -26,25 +26,16 @@ struct k8s_client {
     size_t npool;
 };
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-
-static void global_init(void)
+int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret,
+                   struct k8s_error *reterr)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-void k8s_client_global_init(void)
-{
-    pthread_once(&global_once, global_init);
-}
-
-int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret)
-{
-    k8s_client_global_init();
+    int r = k8s_curl_load(reterr);
+    if (r < 0)
+        return r;
     struct k8s_client *c = calloc(1, sizeof(*c));
     if (!c || k8s_config_copy(cfg, &c->cfg) < 0) {
         free(c);
-        return -K8S_ENOMEM;
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&c->lock, NULL);
     *ret = c;
@@ -56,7 +47,7 @@ void k8s_client_free(struct k8s_client *c)
     if (!c)
         return;
     for (size_t i = 0; i < c->npool; i++)
-        curl_easy_cleanup(c->pool[i]);
+        k8s_curl.easy_cleanup(c->pool[i]);
     if (c->token)
         explicit_bzero(c->token, strlen(c->token));
     free(c->token);
@@ -171,9 +162,9 @@ static CURL *take_handle(struct k8s_client *c)
         h = c->pool[--c->npool];
     pthread_mutex_unlock(&c->lock);
     if (h)
-        curl_easy_reset(h); /* options cleared; live connections kept */
+        k8s_curl.easy_reset(h); /* options cleared; live connections kept */
     else
-        h = curl_easy_init();
+        h = k8s_curl.easy_init();
     return h;
 }
 
@@ -186,7 +177,7 @@ static void give_handle(struct k8s_client *c, CURL *h)
     }
     pthread_mutex_unlock(&c->lock);
     if (h)
-        curl_easy_cleanup(h);
+        k8s_curl.easy_cleanup(h);
 }
 
 /* ---------- one transfer ---------- */
@@ -214,7 +205,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     size_t len = size * n;
     if (x->on_line && !x->mode) { /* headers are in: stream only a success */
         long status = 0;
-        curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+        k8s_curl.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
         x->mode = status >= 200 && status < 300 ? 1 : 2;
     }
     if (x->mode == 1) {
@@ -258,19 +249,19 @@ static struct curl_slist *headers(struct xfer *x, const char *token)
     char line[8192];
     struct curl_slist *h = NULL, *t;
     snprintf(line, sizeof(line), "Accept: %s", x->rq->accept ? x->rq->accept : K8S_ACCEPT_JSON);
-    h = curl_slist_append(h, line);
+    h = k8s_curl.slist_append(h, line);
     if (h && x->rq->body) {
         snprintf(line, sizeof(line), "Content-Type: %s",
                  x->rq->content_type ? x->rq->content_type : K8S_ACCEPT_JSON);
-        h = (t = curl_slist_append(h, line)) ? t : h;
+        h = (t = k8s_curl.slist_append(h, line)) ? t : h;
     }
     if (h && token) {
         snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
-        h = (t = curl_slist_append(h, line)) ? t : h;
+        h = (t = k8s_curl.slist_append(h, line)) ? t : h;
         explicit_bzero(line, sizeof(line));
     }
     if (h)
-        h = (t = curl_slist_append(h, "User-Agent: mldiagnostics/" MLD_VERSION)) ? t : h;
+        h = (t = k8s_curl.slist_append(h, "User-Agent: mldiagnostics/" MLD_VERSION)) ? t : h;
     return h;
 }
 
@@ -278,19 +269,19 @@ static void set_tls(CURL *h, const struct k8s_config *cfg)
 {
     if (cfg->ca_pem) {
         struct curl_blob b = {cfg->ca_pem, cfg->ca_len, CURL_BLOB_COPY};
-        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+        k8s_curl.easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
     }
     if (cfg->cert_pem && cfg->key_pem) {
         struct curl_blob cb = {cfg->cert_pem, cfg->cert_len, CURL_BLOB_COPY};
         struct curl_blob kb = {cfg->key_pem, cfg->key_len, CURL_BLOB_COPY};
-        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cb);
-        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &kb);
-        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+        k8s_curl.easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cb);
+        k8s_curl.easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+        k8s_curl.easy_setopt(h, CURLOPT_SSLKEY_BLOB, &kb);
+        k8s_curl.easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
     }
     if (cfg->insecure) {
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+        k8s_curl.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        k8s_curl.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     }
 }
 
@@ -300,27 +291,27 @@ static void set_request(CURL *h, struct xfer *x, struct curl_slist *hdrs)
     char url[4096];
     snprintf(url, sizeof(url), "%s%s", x->c->cfg.server, rq->path);
     int64_t timeout = rq->timeout_ms > 0 ? rq->timeout_ms : 30000;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
+    k8s_curl.easy_setopt(h, CURLOPT_URL, url);
+    k8s_curl.easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
     if (!strcmp(rq->method, "HEAD"))
-        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+        k8s_curl.easy_setopt(h, CURLOPT_NOBODY, 1L);
     if (rq->body) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+        k8s_curl.easy_setopt(h, CURLOPT_POSTFIELDS, rq->body);
+        k8s_curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
     }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout < 5000 ? timeout : 5000));
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+    k8s_curl.easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    k8s_curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout);
+    k8s_curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(timeout < 5000 ? timeout : 5000));
+    k8s_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    k8s_curl.easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    k8s_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    k8s_curl.easy_setopt(h, CURLOPT_WRITEDATA, x);
+    k8s_curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    k8s_curl.easy_setopt(h, CURLOPT_HEADERDATA, x);
+    k8s_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, x->errbuf);
+    k8s_curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    k8s_curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    k8s_curl.easy_setopt(h, CURLOPT_XFERINFODATA, x);
     set_tls(h, &x->c->cfg);
 }
 
@@ -335,7 +326,7 @@ static int transport_error(struct xfer *x, CURLcode cc, struct k8s_error *reterr
                   ? -K8S_ETLS
                   : -K8S_EIO;
     return k8s_error_set(reterr, err, "%s %s%s: %s", x->rq->method, x->c->cfg.server,
-                         x->rq->path, x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc));
+                         x->rq->path, x->errbuf[0] ? x->errbuf : k8s_curl.easy_strerror(cc));
 }
 
 /* Perform once; *status gets the HTTP status (0 on transport failure). */
@@ -348,19 +339,19 @@ static int perform(struct xfer *x, bool force_token, long *status, struct k8s_er
         explicit_bzero(token, strlen(token));
     free(token);
     if (!h || !hdrs) {
-        curl_slist_free_all(hdrs);
+        k8s_curl.slist_free_all(hdrs);
         if (h)
-            curl_easy_cleanup(h);
+            k8s_curl.easy_cleanup(h);
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     }
     set_request(h, x, hdrs);
     x->h = h;
     x->mode = 0;
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = k8s_curl.easy_perform(h);
     x->h = NULL;
     *status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(hdrs);
+    k8s_curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    k8s_curl.slist_free_all(hdrs);
     give_handle(x->c, h);
     if (cc == CURLE_OK || (x->stopped && cc == CURLE_ABORTED_BY_CALLBACK) ||
         (x->stopped && cc == CURLE_WRITE_ERROR))

@@ -9,8 +9,9 @@
  * Thread-safety: a client may be used from any number of threads at once;
  * each call borrows a libcurl easy handle from a small pool (handles are
  * never shared by two threads at a time; connections are reused through
- * the pooled handles). curl_global_init must have run before the first
- * client is created (k8s_client_global_init does it once).
+ * the pooled handles). libcurl is loaded (and globally initialised) by the
+ * first k8s_client_new; create the first client before starting threads
+ * that use libcurl otherwise.
  *
  * Ownership: a response body belongs to the caller (k8s_resp_done).
  */
@@ -54,11 +55,10 @@ struct k8s_resp {
  * newline). Return non-zero to stop the stream. */
 typedef int (*k8s_line_fn)(void *ud, const char *line, size_t len);
 
-/* curl_global_init, once; call from main before threads start. */
-void k8s_client_global_init(void);
-
-/* A client for cfg (copied). -K8S_ENOMEM. */
-int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret) K8S_MUST_CHECK;
+/* A client for cfg (copied); loads libcurl on first use (k8s_curl).
+ * -K8S_ENOMEM, -K8S_EIO when libcurl cannot be loaded. */
+int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret,
+                   struct k8s_error *reterr) K8S_MUST_CHECK;
 void k8s_client_free(struct k8s_client *c);
 const struct k8s_config *k8s_client_config(const struct k8s_client *c);
 

@@ -1,11 +1,11 @@
 #include "k8s_gce.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_curl.h"
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
@@ -21,28 +21,28 @@ static int attribute(const char *host, const char *path, int64_t timeout_ms, cha
     long status = 0;
     snprintf(url, sizeof(url), "http://%s/computeMetadata/v1/%s", host, path);
     k8s_buf_init(&b, 4096);
-    CURL *h = curl_easy_init();
-    struct curl_slist *hdr = curl_slist_append(NULL, "Metadata-Flavor: Google");
+    CURL *h = k8s_curl.easy_init();
+    struct curl_slist *hdr = k8s_curl.slist_append(NULL, "Metadata-Flavor: Google");
     if (!h || !hdr) {
-        curl_slist_free_all(hdr);
-        curl_easy_cleanup(h);
+        k8s_curl.slist_free_all(hdr);
+        k8s_curl.easy_cleanup(h);
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    CURLcode cc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
+    k8s_curl.easy_setopt(h, CURLOPT_URL, url);
+    k8s_curl.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    k8s_curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    k8s_curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    k8s_curl.easy_setopt(h, CURLOPT_NOPROXY, "*");
+    k8s_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    k8s_curl.easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    CURLcode cc = k8s_curl.easy_perform(h);
+    k8s_curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    k8s_curl.slist_free_all(hdr);
+    k8s_curl.easy_cleanup(h);
     int r = 0;
     if (cc != CURLE_OK)
         r = k8s_error_set(reterr, cc == CURLE_OPERATION_TIMEDOUT ? -K8S_ETIMEDOUT : -K8S_EIO,
-                          "GKE metadata server %s: %s", url, curl_easy_strerror(cc));
+                          "GKE metadata server %s: %s", url, k8s_curl.easy_strerror(cc));
     else if (status != 200 || b.len == 0)
         r = k8s_error_set(reterr, -K8S_ENOTFOUND, "GKE metadata server %s: HTTP %ld", url,
                           status);
@@ -56,6 +56,9 @@ static int attribute(const char *host, const char *path, int64_t timeout_ms, cha
 
 int k8s_gce_cluster_name(int64_t timeout_ms, char **ret, struct k8s_error *reterr)
 {
+    int lr = k8s_curl_load(reterr);
+    if (lr < 0)
+        return lr;
     const char *host = getenv("GCE_METADATA_HOST");
     if (!host || !*host)
         host = "metadata.google.internal";

@@ -6,7 +6,7 @@
  * $GCE_METADATA_HOST or metadata.google.internal. The result is
  * "projects/<project>/locations/<location>/clusters/<name>".
  *
- * Thread-safety: reentrant (curl_global_init must have run).
+ * Thread-safety: reentrant; loads libcurl on first use (k8s_curl).
  */
 #ifndef K8S_GCE_H
 #define K8S_GCE_H

@@ -1,6 +1,5 @@
 #include "k8s_watch.h"
 
-#include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <time.h>
 
 #include "k8s_buf.h"
+#include "k8s_curl.h"
 #include "k8s_time.h"
 
 #define PAGE 500
@@ -119,11 +119,11 @@ static void back_off(struct k8s_watch *w)
 
 static int append_param(struct k8s_buf *b, const char *name, const char *value)
 {
-    char *enc = curl_easy_escape(NULL, value, 0);
+    char *enc = k8s_curl.easy_escape(NULL, value, 0);
     if (!enc)
         return -K8S_ENOMEM;
     int r = k8s_buf_cat(b, strchr(b->data ? b->data : "", '?') ? "&" : "?", name, "=", enc, NULL);
-    curl_free(enc);
+    k8s_curl.free(enc);
     return r;
 }
 

@@ -61,8 +61,11 @@ static int connect_cluster(const struct wh_config *cfg, struct k8s_metrics *m,
     }
     k8s_log_json(K8S_LOG_INFO, "API server", json_pack("{s:s, s:s}", "server", kc.server,
                                                        "config", kc.source));
-    r = k8s_client_new(&kc, &out->client);
+    r = k8s_client_new(&kc, &out->client, &err);
     k8s_config_done(&kc);
+    if (r < 0)
+        k8s_log_json(K8S_LOG_ERROR, "cannot create the API client",
+                     json_pack("{s:s}", "error", err.message));
     struct wh_cache_opts opts = {.metrics = m};
     r = r ? r : wh_cache_start(out->client, &opts, &out->cache);
     if (r < 0)
@@ -160,7 +163,6 @@ static int serve(int argc, char **argv, int argi)
 int main(int argc, char **argv)
 {
     k8s_arena_jansson_install(); /* before any jansson use or thread */
-    k8s_client_global_init();
     const char *cmd = argc > 1 ? argv[1] : "serve";
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("mldiagnostics-webhook %s\n", MLD_VERSION);

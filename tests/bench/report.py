@@ -13,8 +13,9 @@ import os
 import statistics
 import sys
 
-ARMS = ("webhook", "go", "nginx")
-ARM_NAMES = {"webhook": "webhook (C)", "go": "Go net/http peer", "nginx": "nginx canned"}
+ARMS = ("webhook", "cached", "go", "nginx")
+ARM_NAMES = {"webhook": "webhook (C)", "cached": "webhook + API caches", "go": "Go net/http peer",
+             "nginx": "nginx canned"}
 FIELDS = ("rps", "p50", "p99", "requests", "non2xx", "sockerr", "server_cpu", "wrk_cpu",
           "other_cpu", "busiest")
 
@@ -62,7 +63,8 @@ def main():
       "alternated in rotating order; figures are medians over rounds."
       % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), machine(),
          meta.get("wrk", "?"), meta.get("rounds", "?"), meta.get("seconds", "?")))
-    p("Reviews: 5k = %s, 64k = %s. Responses: webhook %s, Go peer %s, nginx %s."
+    p("Reviews: 5k = %s, 64k = %s. Responses: webhook %s, webhook + caches %s, Go peer %s, "
+      "nginx %s."
       % (size(os.path.join(fixtures, "bench-jobset-5k.json")),
          size(os.path.join(fixtures, "bench-jobset-64k.json")),
          *(size(os.path.join(out_dir, "answer-%s-5k.json" % a)) for a in ARMS)))
@@ -130,12 +132,22 @@ def main():
         row("webhook 64k p50 / 5k p50", r, "≤ 2×", r <= 2)
         r = ratio(w64["p99"], w5["p99"])
         row("webhook 64k p99 / 5k p99", r, "≤ 2×", r <= 2)
+    for rv in reviews:  # [2/4]: the caches on cost no API call; same latency class
+        c, w = med.get((rv, "cached")), med.get((rv, "webhook"))
+        if c and w:
+            row("%s: cached p50 / standalone p50 (%.3f vs %.3f ms)" % (rv, c["p50"], w["p50"]),
+                ratio(c["p50"], w["p50"]), "-", None)
+            row("%s: cached p99 / standalone p99 (%.3f vs %.3f ms)" % (rv, c["p99"], w["p99"]),
+                ratio(c["p99"], w["p99"]), "-", None)
     idle = int(meta.get("idle_rss_kb", "0"))
     row("webhook idle RSS (VmRSS before any request)", idle / 1024, "≤ 8 MiB",
         idle <= 8 * 1024, "%.1f MiB")
     row("webhook loaded RSS (VmHWM after the load)", int(meta.get("loaded_hwm_kb", "0")) / 1024,
         "-", None, "%.1f MiB")
     p("")
+    p("Webhook with API caches: idle VmRSS %.1f MiB, VmHWM after the load %.1f MiB."
+      % (int(meta.get("cached_idle_rss_kb", "0")) / 1024,
+         int(meta.get("cached_hwm_kb", "0")) / 1024))
     p("Go peer for comparison: idle VmRSS %.1f MiB, VmHWM after the load %.1f MiB."
       % (int(meta.get("go_idle_rss_kb", "0")) / 1024, int(meta.get("go_hwm_kb", "0")) / 1024))
     p("Rows marked info are context: the contract states its throughput and p99 ratios "

@@ -27,7 +27,7 @@ cluster=projects/demo/locations/us-central1/clusters/tpu-1
 fixtures=$root/tests/fixtures/admission
 expected=$here/expected
 out=$here/out
-arms="webhook go nginx"
+arms="webhook cached go nginx"
 reviews="5k 64k"
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -101,7 +101,7 @@ cpu_ticks() {
 # Ticks of each webhook thread or nginx worker: how evenly the load spreads.
 unit_ticks() {
     case $1 in
-    webhook) cat "/proc/$2"/task/*/stat ;;
+    webhook | cached) cat "/proc/$2"/task/*/stat ;;
     nginx) for p in $(pgrep -P "$2"); do cat "/proc/$p/stat"; done ;;
     esac 2>/dev/null | awk '{ printf "%d ", $14 + $15 }'
 }
@@ -180,8 +180,8 @@ if [ -z "$(go env GOCACHE 2>/dev/null)" ]; then export GOCACHE=${TMPDIR:-/tmp}/m
     die "go build failed"
 
 # shellcheck disable=SC2046
-set -- $(free_ports 3)
-port_webhook=$1 port_go=$2 port_nginx=$3
+set -- $(free_ports 4)
+port_webhook=$1 port_go=$2 port_nginx=$3 port_cached=$4
 
 "$webhook" --standalone --bind-address 127.0.0.1 --port "$port_webhook" \
     --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
@@ -191,6 +191,20 @@ pids="$pids $pid_webhook"
 wait_until "$pid_webhook" webhook listening "$port_webhook"
 sleep 0.3 # let its threads settle; still no connection made
 idle_rss_kb=$(status_kb "$pid_webhook" VmRSS)
+
+# the same webhook in a cluster: caches fed by the fake API server (its own process)
+/usr/bin/python3 "$here/fake_cluster.py" "$tmp/kubeconfig" &
+pid_fakeapi=$!
+pids="$pids $pid_fakeapi"
+wait_until "$pid_fakeapi" "fake API server" test -s "$tmp/kubeconfig"
+"$webhook" --kubeconfig "$tmp/kubeconfig" --bind-address 127.0.0.1 --port "$port_cached" \
+    --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
+    --cluster-name "$cluster" -v 2 >/dev/null 2>&1 &
+pid_cached=$!
+pids="$pids $pid_cached"
+ready() { curl -fsk -o /dev/null "https://127.0.0.1:$1/readyz"; }
+wait_until "$pid_cached" "webhook + caches" ready "$port_cached"
+cached_idle_rss_kb=$(status_kb "$pid_cached" VmRSS)
 
 "$out/gowebhook" -addr "127.0.0.1:$port_go" -cert "$tmp/tls.crt" -key "$tmp/tls.key" \
     -cluster-name "$cluster" >/dev/null 2>&1 &
@@ -222,6 +236,8 @@ for r in $reviews; do
     python3 "$here/check_patch.py" "$r" "$expected/patch-$r.json" \
         "$out/answer-webhook-$r.json" "$out/answer-go-$r.json" ||
         die "the webhook and the Go peer do not do the same work for the $r review"
+    grep -q '"patch"' "$out/answer-cached-$r.json" && ! grep -q '"warnings"' "$out/answer-cached-$r.json" ||
+        die "the cached webhook did not inject with everything known for the $r review"
     cmp -s "$out/answer-nginx-$r.json" "$canned" || die "nginx did not answer the canned body"
 done
 [ "$(wc -c <"$out/answer-webhook-5k.json")" = "$(wc -c <"$canned")" ] ||
@@ -250,6 +266,7 @@ done
 
 loaded_hwm_kb=$(status_kb "$pid_webhook" VmHWM)
 go_hwm_kb=$(status_kb "$pid_go" VmHWM)
+cached_hwm_kb=$(status_kb "$pid_cached" VmHWM)
 
 cat >"$out/meta.env" <<EOF
 wrk=-t$threads -c$conns --latency
@@ -259,6 +276,8 @@ idle_rss_kb=$idle_rss_kb
 loaded_hwm_kb=$loaded_hwm_kb
 go_idle_rss_kb=$go_idle_rss_kb
 go_hwm_kb=$go_hwm_kb
+cached_idle_rss_kb=$cached_idle_rss_kb
+cached_hwm_kb=$cached_hwm_kb
 EOF
 
 echo
