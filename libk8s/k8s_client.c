@@ -10,6 +10,7 @@
 
 #include "k8s_buf.h"
 #include "k8s_curl.h"
+#include "k8s_json.h"
 #include "k8s_lines.h"
 #include "k8s_time.h"
 
@@ -401,4 +402,51 @@ int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_f
     k8s_lines_done(&x.lines);
     k8s_buf_done(&x.body);
     return r < 0 ? r : 0;
+}
+
+/* ---------- JSON helpers ---------- */
+
+static int parse_answer(struct k8s_resp *resp, const struct k8s_req *rq, json_t **ret,
+                        struct k8s_error *reterr)
+{
+    json_error_t je;
+    json_t *v = json_loadb(resp->body, resp->len, 0, &je);
+    k8s_resp_done(resp);
+    if (!v)
+        return k8s_error_set(reterr, -K8S_EPARSE, "%s %s: bad JSON answer: %s", rq->method,
+                             rq->path, je.text);
+    *ret = v;
+    return 0;
+}
+
+int k8s_get_json(struct k8s_client *c, const char *path, const char *accept, int64_t timeout_ms,
+                 json_t **ret, struct k8s_error *reterr)
+{
+    struct k8s_req rq = {.method = "GET", .path = path, .accept = accept, .timeout_ms = timeout_ms};
+    struct k8s_resp resp;
+    int r = k8s_client_do(c, &rq, &resp, reterr);
+    return r < 0 ? r : parse_answer(&resp, &rq, ret, reterr);
+}
+
+int k8s_send_json(struct k8s_client *c, const char *method, const char *path,
+                  const char *content_type, const json_t *body, int64_t timeout_ms,
+                  json_t **ret, struct k8s_error *reterr)
+{
+    struct k8s_buf text;
+    k8s_buf_init(&text, (size_t)64 << 20);
+    int r = k8s_json_write(body, &text);
+    if (r < 0)
+        return k8s_error_set(reterr, r, "%s %s: cannot serialize the body", method, path);
+    struct k8s_req rq = {.method = method, .path = path, .content_type = content_type,
+                         .body = text.data, .body_len = text.len, .timeout_ms = timeout_ms};
+    struct k8s_resp resp;
+    r = k8s_client_do(c, &rq, &resp, reterr);
+    k8s_buf_done(&text);
+    if (r < 0)
+        return r;
+    if (!ret) {
+        k8s_resp_done(&resp);
+        return 0;
+    }
+    return parse_answer(&resp, &rq, ret, reterr);
 }

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "k8s_config.h"
 #include "k8s_err.h"
 
@@ -77,6 +79,18 @@ int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_f
                       void *ud, const volatile int *stop, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 void k8s_resp_done(struct k8s_resp *r);
+
+/* GET path and parse the answer: *ret is a new reference. accept NULL:
+ * JSON. Errors as k8s_client_do, plus -K8S_EPARSE for a bad body. */
+int k8s_get_json(struct k8s_client *c, const char *path, const char *accept, int64_t timeout_ms,
+                 json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* POST (create), PUT (update) or PATCH body to path; content_type NULL is
+ * JSON (K8S_PATCH_MERGE / K8S_PATCH_JSON for patches). The server's answer
+ * goes to *ret (new reference) unless ret is NULL. */
+int k8s_send_json(struct k8s_client *c, const char *method, const char *path,
+                  const char *content_type, const json_t *body, int64_t timeout_ms,
+                  json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 /* Map an HTTP error answer to the convention (pure; used by the client
  * and its tests): the status picks the code, a Status body gives reason,

@@ -104,13 +104,16 @@ static void nap(struct k8s_watch *w, int64_t ms)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* Jittered exponential backoff (client-go: factor 2, jitter 1.0, cap). */
-static void back_off(struct k8s_watch *w)
+/* Jittered exponential backoff (client-go: factor 2, jitter 1.0, cap), and
+ * never sooner than the server's Retry-After. */
+static void back_off(struct k8s_watch *w, const struct k8s_error *err)
 {
     int64_t now = k8s_mono_ns();
     if (now - w->healthy_since > HEALTHY_RESET_NS)
         w->backoff_ms = w->spec.backoff_initial_ms;
     int64_t ms = w->backoff_ms + (int64_t)(rand_r(&w->seed) % (unsigned)(w->backoff_ms + 1));
+    if (err && err->retry_after_s > 0 && ms < err->retry_after_s * 1000LL)
+        ms = err->retry_after_s * 1000LL;
     w->backoff_ms = w->backoff_ms * 2 > w->spec.backoff_max_ms ? w->spec.backoff_max_ms
                                                                 : w->backoff_ms * 2;
     nap(w, ms);
@@ -284,7 +287,7 @@ static bool sync_list(struct k8s_watch *w)
         w->failures++;
         if (r != -K8S_ETERMINAL)
             report(w, K8S_WATCH_FAILED, &err);
-        back_off(w);
+        back_off(w, &err);
     }
     return false;
 }
@@ -310,7 +313,7 @@ static void watch_loop(struct k8s_watch *w)
         if (r == 0)
             k8s_error_set(&err, -K8S_EIO, "watch %s ended at once without events", w->resource);
         report(w, K8S_WATCH_FAILED, &err);
-        back_off(w);
+        back_off(w, &err);
         bool rewatch = r == -K8S_ETHROTTLED || r == -K8S_ESERVER || r == -K8S_EIO ||
                        r == -K8S_ETIMEDOUT;
         if (!rewatch) /* anything else: list again (client-go's rule) */

@@ -1,0 +1,239 @@
+/* The Kubernetes client library against the fake API server: requests and
+ * their error mapping, paged lists and watches into a store, 429 with
+ * Retry-After, token files re-read on a 401. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "k8s_client.h"
+#include "k8s_store.h"
+#include "k8s_time.h"
+#include "k8s_watch.h"
+
+static pid_t fake_pid;
+static FILE *fake_in, *fake_out;
+static int fake_port;
+static struct k8s_client *client;
+
+/* Start tests/fakes/serve.py; read its port. */
+static void start_fake(void)
+{
+    int in[2], out[2];
+    cr_assert(pipe(in) == 0 && pipe(out) == 0);
+    fake_pid = fork();
+    cr_assert_geq(fake_pid, 0);
+    if (fake_pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        execl("/usr/bin/python3", "python3", "-B", MLD_FAKES "/serve.py", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    fake_in = fdopen(in[1], "w");
+    fake_out = fdopen(out[0], "r");
+    cr_assert_eq(fscanf(fake_out, "%d", &fake_port), 1, "the fake API server did not start");
+}
+
+static void command(const char *cmd)
+{
+    char ok[16];
+    fprintf(fake_in, "%s\n", cmd);
+    fflush(fake_in);
+    cr_assert_eq(fscanf(fake_out, "%15s", ok), 1);
+}
+
+static struct k8s_client *new_client(const char *token, const char *token_file)
+{
+    char server[64];
+    snprintf(server, sizeof(server), "http://127.0.0.1:%d", fake_port);
+    struct k8s_config cfg = {.server = server, .token = (char *)token,
+                             .token_file = (char *)token_file};
+    struct k8s_client *c = NULL;
+    struct k8s_error err;
+    cr_assert_eq(k8s_client_new(&cfg, &c, &err), 0, "%s", err.message);
+    return c;
+}
+
+static void setup(void)
+{
+    start_fake();
+    client = new_client(NULL, NULL);
+}
+
+static void teardown(void)
+{
+    k8s_client_free(client);
+    fclose(fake_in); /* EOF: the fake stops */
+    fclose(fake_out);
+    waitpid(fake_pid, NULL, 0);
+}
+
+TestSuite(k8s_client_fake, .init = setup, .fini = teardown, .timeout = 60);
+
+#define JOBSETS "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets"
+
+static json_t *jobset(const char *name)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:[]}}", "apiVersion",
+                     "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name", name,
+                     "labels", "team", "a", "spec", "replicatedJobs");
+}
+
+Test(k8s_client_fake, get_create_conflict_and_not_found)
+{
+    json_t *ns = NULL, *made = NULL;
+    struct k8s_error err;
+    cr_assert_eq(k8s_get_json(client, "/api/v1/namespaces/ml", NULL, 5000, &ns, &err), 0, "%s",
+                 err.message);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ns, "metadata"), "name")),
+                     "ml");
+    cr_assert_eq(k8s_get_json(client, JOBSETS "/nope", NULL, 5000, &made, &err), -K8S_ENOTFOUND);
+    cr_assert_eq(err.http_status, 404);
+    cr_assert_str_eq(err.reason, "NotFound");
+    json_t *js = jobset("train");
+    cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, &made, &err), 0, "%s",
+                 err.message);
+    cr_assert_not_null(json_object_get(json_object_get(made, "metadata"), "resourceVersion"));
+    cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, NULL, &err),
+                 -K8S_ECONFLICT);
+    cr_assert_str_eq(err.reason, "AlreadyExists");
+    cr_assert(strstr(err.message, "train"), "the server's message is kept: %s", err.message);
+    json_decref(js);
+    json_decref(made);
+    json_decref(ns);
+}
+
+Test(k8s_client_fake, optimistic_concurrency_patches_and_status)
+{
+    json_t *js = jobset("opt"), *made = NULL, *again = NULL;
+    struct k8s_error err;
+    cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, &made, &err), 0);
+    json_t *stale = json_deep_copy(made);
+    json_object_set_new(json_object_get(made, "spec"), "suspend", json_true());
+    cr_assert_eq(k8s_send_json(client, "PUT", JOBSETS "/opt", NULL, made, 5000, &again, &err), 0,
+                 "%s", err.message);
+    cr_assert_eq(k8s_send_json(client, "PUT", JOBSETS "/opt", NULL, stale, 5000, NULL, &err),
+                 -K8S_ECONFLICT, "a stale resourceVersion is a conflict");
+    cr_assert(strstr(err.message, "has been modified"), "%s", err.message);
+    json_t *merge = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "stage", "2");
+    cr_assert_eq(k8s_send_json(client, "PATCH", JOBSETS "/opt", K8S_PATCH_MERGE, merge, 5000,
+                               NULL, &err), 0, "%s", err.message);
+    json_t *bad = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", "/metadata/name", "value",
+                            "other");
+    cr_assert_eq(k8s_send_json(client, "PATCH", JOBSETS "/opt", K8S_PATCH_JSON, bad, 5000, NULL,
+                               &err), -K8S_EINVALID);
+    json_t *status = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion",
+                               "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name",
+                               "opt", "resourceVersion",
+                               json_string_value(json_object_get(json_object_get(again, "metadata"),
+                                                                 "resourceVersion")),
+                               "status", "phase", "Running");
+    cr_assert_eq(k8s_send_json(client, "PUT", JOBSETS "/opt/status", NULL, status, 5000, NULL,
+                               &err), -K8S_ECONFLICT, "the merge patch moved the version on");
+    json_t *now = NULL;
+    cr_assert_eq(k8s_get_json(client, JOBSETS "/opt", NULL, 5000, &now, &err), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(now,
+                                                       "metadata"), "labels"), "stage")), "2");
+    json_decref(now);
+    json_decref(status);
+    json_decref(bad);
+    json_decref(merge);
+    json_decref(stale);
+    json_decref(again);
+    json_decref(made);
+    json_decref(js);
+}
+
+Test(k8s_client_fake, throttling_keeps_retry_after)
+{
+    json_t *v = NULL;
+    struct k8s_error err;
+    command("fail 1 429 2");
+    cr_assert_eq(k8s_get_json(client, "/api/v1/namespaces/ml", NULL, 5000, &v, &err),
+                 -K8S_ETHROTTLED);
+    cr_assert_eq(err.retry_after_s, 2);
+    cr_assert(strstr(err.message, "Too many requests"), "%s", err.message);
+    cr_assert_eq(k8s_get_json(client, "/api/v1/namespaces/ml", NULL, 5000, &v, &err), 0);
+    json_decref(v);
+}
+
+Test(k8s_client_fake, token_file_reread_after_401)
+{
+    char path[] = "/tmp/mld-token-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0 && write(fd, "one\n", 4) == 4);
+    close(fd);
+    command("tokens one");
+    struct k8s_client *c = new_client(NULL, path);
+    json_t *v = NULL;
+    struct k8s_error err;
+    cr_assert_eq(k8s_get_json(c, "/api/v1/namespaces/ml", NULL, 5000, &v, &err), 0, "%s",
+                 err.message);
+    json_decref(v);
+    FILE *f = fopen(path, "w");
+    fputs("two\n", f);
+    fclose(f);
+    command("tokens two");
+    cr_assert_eq(k8s_get_json(c, "/api/v1/namespaces/ml", NULL, 5000, &v, &err), 0,
+                 "a 401 re-reads the token file: %s", err.message);
+    json_decref(v);
+    command("tokens -");
+    k8s_client_free(c);
+    unlink(path);
+}
+
+static int wait_size(struct k8s_store *s, size_t n)
+{
+    for (int i = 0; i < 200; i++) {
+        if (k8s_store_size(s) == n)
+            return 0;
+        usleep(25 * 1000);
+    }
+    return -1;
+}
+
+Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
+{
+    struct k8s_store *s = k8s_store_new();
+    struct k8s_watch *w = NULL;
+    struct k8s_watch_spec spec = {.resource = "jobsets",
+                                  .path = "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
+                                  .metadata_only = true, .backoff_initial_ms = 50,
+                                  .backoff_max_ms = 200};
+    struct k8s_error err;
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "pre-%d", i);
+        json_t *js = jobset(name);
+        cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, NULL, &err), 0);
+        json_decref(js);
+    }
+    cr_assert_eq(k8s_watch_start(client, &spec, s, NULL, &w), 0);
+    cr_assert_eq(wait_size(s, 3), 0, "the list fills the store");
+    cr_assert(k8s_watch_synced(w));
+    json_t *js = jobset("live");
+    cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, NULL, &err), 0);
+    cr_assert_eq(wait_size(s, 4), 0, "the watch adds");
+    command("drop");
+    json_decref(js);
+    js = jobset("after-drop");
+    cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, NULL, &err), 0);
+    cr_assert_eq(wait_size(s, 5), 0, "watched again after the drop");
+    cr_assert_eq(k8s_send_json(client, "DELETE", JOBSETS "/pre-0", NULL, json_object(), 5000,
+                               NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(wait_size(s, 4), 0, "the watch deletes");
+    json_t *meta = k8s_store_get(s, "ml", "live");
+    cr_assert_not_null(meta);
+    cr_assert_null(json_object_get(meta, "spec"), "metadata only");
+    json_decref(meta);
+    json_decref(js);
+    k8s_watch_free(w);
+    k8s_store_free(s);
+}
