@@ -1,6 +1,7 @@
 # The project's commands. `make test` is what CI runs (.ci/run).
 #   make test   install missing Debian packages, build, run unit + integration
-#               tests, then the same suites under AddressSanitizer+UBSan
+#               tests, then the same suites under AddressSanitizer+UBSan;
+#               fails if a .c/.h file is not clang-formatted (make format)
 #   make run    self-signed cert, standalone webhook on https://127.0.0.1:8443,
 #               one sample admission printed, serves until Ctrl-C
 #   make bench  webhook vs a Go net/http peer vs nginx (wrk over TLS)
@@ -22,7 +23,7 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: deps test-release test-asan
+test: deps format-check test-release test-asan
 
 test-release:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null

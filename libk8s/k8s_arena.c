@@ -8,10 +8,10 @@
 #include <sanitizer/asan_interface.h>
 /* Released memory is poisoned, so a value used after its scope ends is a
  * reported use-after-poison, not silent corruption. */
-#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define POISON(p, n)   ASAN_POISON_MEMORY_REGION(p, n)
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
 #else
-#define POISON(p, n) ((void)(p), (void)(n))
+#define POISON(p, n)   ((void)(p), (void)(n))
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 

@@ -29,8 +29,8 @@ static time_t asn1_time(const ASN1_TIME *t)
     return timegm(&tm);
 }
 
-static int load_chain(const char *pem, size_t len, const char *name, X509 **ret_leaf,
-                      int *ret_n, struct k8s_error *reterr)
+static int load_chain(const char *pem, size_t len, const char *name, X509 **ret_leaf, int *ret_n,
+                      struct k8s_error *reterr)
 {
     BIO *bio = BIO_new_mem_buf(pem, (int)len);
     X509 *leaf = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
@@ -62,8 +62,7 @@ static int load_key(const char *pem, size_t len, const char *name, EVP_PKEY **re
     if (!key) {
         char why[200];
         ssl_reason(why, sizeof(why));
-        return k8s_error_set(reterr, -K8S_ETLS, "%s: cannot parse the private key (%s)", name,
-                             why);
+        return k8s_error_set(reterr, -K8S_ETLS, "%s: cannot parse the private key (%s)", name, why);
     }
     *ret = key;
     return 0;
@@ -87,8 +86,8 @@ static int check_dates(X509 *leaf, const char *name, time_t now, struct k8s_cert
     return 0;
 }
 
-int k8s_cert_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
-                        size_t key_len, const char *cert_name, const char *key_name, time_t now,
+int k8s_cert_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                        const char *cert_name, const char *key_name, time_t now,
                         struct k8s_cert_info *ret_info, struct k8s_error *reterr)
 {
     X509 *leaf = NULL;

@@ -17,8 +17,8 @@
 struct k8s_cert_info {
     time_t not_before;
     time_t not_after;
-    int chain_len;       /* certificates in the chain file */
-    char subject[256];   /* one-line subject of the leaf */
+    int chain_len;     /* certificates in the chain file */
+    char subject[256]; /* one-line subject of the leaf */
 };
 
 /* Check cert_pem (leaf first, optional intermediates) against key_pem.
@@ -27,8 +27,8 @@ struct k8s_cert_info {
  * the problem (no certificate, unparsable key, key does not match,
  * expired, not yet valid); *ret_info untouched on failure. `now` is the
  * time to check validity against. */
-int k8s_cert_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
-                        size_t key_len, const char *cert_name, const char *key_name, time_t now,
+int k8s_cert_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                        const char *cert_name, const char *key_name, time_t now,
                         struct k8s_cert_info *ret_info, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 #endif

@@ -14,9 +14,9 @@
 #include "k8s_lines.h"
 #include "k8s_time.h"
 
-#define POOL_MAX 16
+#define POOL_MAX     16
 #define TOKEN_TTL_NS (60 * K8S_NSEC_PER_SEC) /* client-go re-reads token files every minute */
-#define MAX_LINE (16 << 20)
+#define MAX_LINE     (16 << 20)
 
 struct k8s_client {
     struct k8s_config cfg;
@@ -27,8 +27,7 @@ struct k8s_client {
     size_t npool;
 };
 
-int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret,
-                   struct k8s_error *reterr)
+int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret, struct k8s_error *reterr)
 {
     int r = k8s_curl_load(reterr);
     if (r < 0)
@@ -326,8 +325,8 @@ static int transport_error(struct xfer *x, CURLcode cc, struct k8s_error *reterr
                       cc == CURLE_SSL_CERTPROBLEM
                   ? -K8S_ETLS
                   : -K8S_EIO;
-    return k8s_error_set(reterr, err, "%s %s%s: %s", x->rq->method, x->c->cfg.server,
-                         x->rq->path, x->errbuf[0] ? x->errbuf : k8s_curl.easy_strerror(cc));
+    return k8s_error_set(reterr, err, "%s %s%s: %s", x->rq->method, x->c->cfg.server, x->rq->path,
+                         x->errbuf[0] ? x->errbuf : k8s_curl.easy_strerror(cc));
 }
 
 /* Perform once; *status gets the HTTP status (0 on transport failure). */
@@ -373,8 +372,8 @@ static int run(struct xfer *x, struct k8s_error *reterr)
         return r;
     if (status >= 200 && status < 300)
         return (int)status;
-    return k8s_api_error(status, x->body.data, x->body.len, x->retry_after[0] ? x->retry_after : NULL,
-                         reterr);
+    return k8s_api_error(status, x->body.data, x->body.len,
+                         x->retry_after[0] ? x->retry_after : NULL, reterr);
 }
 
 int k8s_client_do(struct k8s_client *c, const struct k8s_req *rq, struct k8s_resp *ret,
@@ -392,8 +391,8 @@ int k8s_client_do(struct k8s_client *c, const struct k8s_req *rq, struct k8s_res
     return ret->body ? 0 : -K8S_ENOMEM;
 }
 
-int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_fn on_line,
-                      void *ud, const volatile int *stop, struct k8s_error *reterr)
+int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_fn on_line, void *ud,
+                      const volatile int *stop, struct k8s_error *reterr)
 {
     struct xfer x = {.c = c, .rq = rq, .on_line = on_line, .ud = ud, .stop = stop};
     k8s_buf_init(&x.body, 1 << 20); /* an error answer's body */
@@ -429,16 +428,20 @@ int k8s_get_json(struct k8s_client *c, const char *path, const char *accept, int
 }
 
 int k8s_send_json(struct k8s_client *c, const char *method, const char *path,
-                  const char *content_type, const json_t *body, int64_t timeout_ms,
-                  json_t **ret, struct k8s_error *reterr)
+                  const char *content_type, const json_t *body, int64_t timeout_ms, json_t **ret,
+                  struct k8s_error *reterr)
 {
     struct k8s_buf text;
     k8s_buf_init(&text, (size_t)64 << 20);
     int r = k8s_json_write(body, &text);
     if (r < 0)
         return k8s_error_set(reterr, r, "%s %s: cannot serialize the body", method, path);
-    struct k8s_req rq = {.method = method, .path = path, .content_type = content_type,
-                         .body = text.data, .body_len = text.len, .timeout_ms = timeout_ms};
+    struct k8s_req rq = {.method = method,
+                         .path = path,
+                         .content_type = content_type,
+                         .body = text.data,
+                         .body_len = text.len,
+                         .timeout_ms = timeout_ms};
     struct k8s_resp resp;
     r = k8s_client_do(c, &rq, &resp, reterr);
     k8s_buf_done(&text);

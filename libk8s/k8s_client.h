@@ -28,11 +28,12 @@
 #include "k8s_err.h"
 
 #define K8S_ACCEPT_JSON "application/json"
-#define K8S_ACCEPT_META "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#define K8S_ACCEPT_META                                                                            \
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 #define K8S_ACCEPT_META_LIST                                                                       \
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 #define K8S_PATCH_MERGE "application/merge-patch+json"
-#define K8S_PATCH_JSON "application/json-patch+json"
+#define K8S_PATCH_JSON  "application/json-patch+json"
 
 struct k8s_client;
 
@@ -75,8 +76,8 @@ int k8s_client_do(struct k8s_client *c, const struct k8s_req *rq, struct k8s_res
 /* A streamed request (watch): every line goes to on_line as it arrives.
  * Returns 0 when the server ends the stream (or on_line or *stop ended
  * it), the mapped error otherwise. *stop is polled about every 100 ms. */
-int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_fn on_line,
-                      void *ud, const volatile int *stop, struct k8s_error *reterr) K8S_MUST_CHECK;
+int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_fn on_line, void *ud,
+                      const volatile int *stop, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 void k8s_resp_done(struct k8s_resp *r);
 
@@ -85,12 +86,13 @@ void k8s_resp_done(struct k8s_resp *r);
 int k8s_get_json(struct k8s_client *c, const char *path, const char *accept, int64_t timeout_ms,
                  json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
 
-/* POST (create), PUT (update) or PATCH body to path; content_type NULL is
- * JSON (K8S_PATCH_MERGE / K8S_PATCH_JSON for patches). The server's answer
- * goes to *ret (new reference) unless ret is NULL. */
+/* POST (create), PUT (update), PATCH or DELETE body (borrowed) to path;
+ * content_type NULL is JSON (K8S_PATCH_MERGE / K8S_PATCH_JSON for
+ * patches). The server's answer goes to *ret (new reference) unless ret
+ * is NULL. */
 int k8s_send_json(struct k8s_client *c, const char *method, const char *path,
-                  const char *content_type, const json_t *body, int64_t timeout_ms,
-                  json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
+                  const char *content_type, const json_t *body, int64_t timeout_ms, json_t **ret,
+                  struct k8s_error *reterr) K8S_MUST_CHECK;
 
 /* Map an HTTP error answer to the convention (pure; used by the client
  * and its tests): the status picks the code, a Status body gives reason,

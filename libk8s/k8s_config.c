@@ -155,15 +155,16 @@ static int take_user(const char *path, const json_t *user, struct k8s_config *c,
     r = r ? r : pem_field(path, user, "client-key", &c->key_pem, &c->key_len, reterr);
     if (r == 0 && !c->cert_pem != !c->key_pem)
         r = k8s_error_set(reterr, -K8S_EINVAL, "%s: a client certificate needs its key", path);
-    if (r == 0 && str_at(user, "tokenFile") && !(c->token_file = resolve_path(path, str_at(user, "tokenFile"))))
+    if (r == 0 && str_at(user, "tokenFile") &&
+        !(c->token_file = resolve_path(path, str_at(user, "tokenFile"))))
         r = -K8S_ENOMEM;
     if (r == 0 && str_at(user, "token") && !(c->token = strdup(str_at(user, "token"))))
         r = -K8S_ENOMEM;
     return r;
 }
 
-static int from_doc(const char *path, const json_t *doc, const char *context,
-                    struct k8s_config *c, struct k8s_error *reterr)
+static int from_doc(const char *path, const json_t *doc, const char *context, struct k8s_config *c,
+                    struct k8s_error *reterr)
 {
     const char *ctx_name = context && *context ? context : str_at(doc, "current-context");
     const json_t *ctx = named(doc, "contexts", ctx_name, "context");

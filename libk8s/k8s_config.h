@@ -26,12 +26,12 @@
 #define K8S_SERVICEACCOUNT_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct k8s_config {
-    char *server;          /* "https://host:port" or "http://..." without a trailing slash */
-    char *ca_pem;          /* CA bundle (PEM), NULL: the system's */
+    char *server; /* "https://host:port" or "http://..." without a trailing slash */
+    char *ca_pem; /* CA bundle (PEM), NULL: the system's */
     size_t ca_len;
-    char *cert_pem;        /* client certificate (PEM), NULL: none */
+    char *cert_pem; /* client certificate (PEM), NULL: none */
     size_t cert_len;
-    char *key_pem;         /* client key (PEM) */
+    char *key_pem; /* client key (PEM) */
     size_t key_len;
     char *token;           /* static bearer token, NULL: none */
     char *token_file;      /* bearer token file, re-read while running */

@@ -15,36 +15,36 @@
 
 #include <stdbool.h>
 
-#define K8S_MUST_CHECK __attribute__((warn_unused_result))
+#define K8S_MUST_CHECK   __attribute__((warn_unused_result))
 #define K8S_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 enum k8s_err {
     K8S_OK = 0,
-    K8S_ENOMEM,        /* allocation failed */
-    K8S_EINVAL,        /* bad argument or bad input (user error) */
-    K8S_EIO,           /* I/O or connection failure */
-    K8S_ETIMEDOUT,     /* deadline passed */
-    K8S_ETLS,          /* TLS / certificate problem */
-    K8S_EPARSE,        /* malformed JSON/YAML/protocol data */
-    K8S_ENOTFOUND,     /* 404 / no such object */
-    K8S_ECONFLICT,     /* 409 */
-    K8S_EGONE,         /* 410: resourceVersion too old */
-    K8S_ETHROTTLED,    /* 429 */
-    K8S_ESERVER,       /* 5xx */
-    K8S_EINVALID,      /* 422: the server rejected the object */
-    K8S_EFORBIDDEN,    /* 401/403 */
-    K8S_ETOOBIG,       /* size cap exceeded */
-    K8S_EUNAVAIL,      /* value not available (standalone, not watched) */
-    K8S_ETERMINAL,     /* do not retry */
+    K8S_ENOMEM,     /* allocation failed */
+    K8S_EINVAL,     /* bad argument or bad input (user error) */
+    K8S_EIO,        /* I/O or connection failure */
+    K8S_ETIMEDOUT,  /* deadline passed */
+    K8S_ETLS,       /* TLS / certificate problem */
+    K8S_EPARSE,     /* malformed JSON/YAML/protocol data */
+    K8S_ENOTFOUND,  /* 404 / no such object */
+    K8S_ECONFLICT,  /* 409 */
+    K8S_EGONE,      /* 410: resourceVersion too old */
+    K8S_ETHROTTLED, /* 429 */
+    K8S_ESERVER,    /* 5xx */
+    K8S_EINVALID,   /* 422: the server rejected the object */
+    K8S_EFORBIDDEN, /* 401/403 */
+    K8S_ETOOBIG,    /* size cap exceeded */
+    K8S_EUNAVAIL,   /* value not available (standalone, not watched) */
+    K8S_ETERMINAL,  /* do not retry */
     K8S_ERR_MAX
 };
 
 struct k8s_error {
-    int err;             /* negative enum k8s_err */
-    int http_status;     /* HTTP status when the failure came from a server, else 0 */
-    int retry_after_s;   /* Retry-After seconds, 0 when absent */
-    char reason[64];     /* machine-readable reason (Status.reason), may be "" */
-    char message[512];   /* human-readable, one line */
+    int err;           /* negative enum k8s_err */
+    int http_status;   /* HTTP status when the failure came from a server, else 0 */
+    int retry_after_s; /* Retry-After seconds, 0 when absent */
+    char reason[64];   /* machine-readable reason (Status.reason), may be "" */
+    char message[512]; /* human-readable, one line */
 };
 
 /* Static string naming err (negative or positive); never NULL. */

@@ -49,7 +49,7 @@ int k8s_bytes_parse(const char *s, int64_t *ret)
         const char *suffix;
         int64_t mult;
     } sfx[] = {{"Ki", 1LL << 10}, {"Mi", 1LL << 20}, {"Gi", 1LL << 30}, {"K", 1000},
-               {"k", 1000},       {"M", 1000000},   {"G", 1000000000}, {"", 1}};
+               {"k", 1000},       {"M", 1000000},    {"G", 1000000000}, {"", 1}};
     char *end;
     errno = 0;
     if (!isdigit((unsigned char)*s))
@@ -90,11 +90,10 @@ static int set_value(const struct k8s_flag *f, const char *v, struct k8s_error *
         break;
     }
     if (r < 0)
-        return k8s_error_set(reterr, -K8S_EINVAL, "invalid value \"%s\" for flag --%s", v,
-                             f->name);
+        return k8s_error_set(reterr, -K8S_EINVAL, "invalid value \"%s\" for flag --%s", v, f->name);
     if (f->min < f->max && (x < f->min || x > f->max))
-        return k8s_error_set(reterr, -K8S_EINVAL, "value \"%s\" for flag --%s is out of range",
-                             v, f->name);
+        return k8s_error_set(reterr, -K8S_EINVAL, "value \"%s\" for flag --%s is out of range", v,
+                             f->name);
     if (f->type != K8S_FLAG_BOOL)
         *(int64_t *)f->target = x;
     return 0;

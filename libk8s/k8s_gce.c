@@ -44,8 +44,7 @@ static int attribute(const char *host, const char *path, int64_t timeout_ms, cha
         r = k8s_error_set(reterr, cc == CURLE_OPERATION_TIMEDOUT ? -K8S_ETIMEDOUT : -K8S_EIO,
                           "GKE metadata server %s: %s", url, k8s_curl.easy_strerror(cc));
     else if (status != 200 || b.len == 0)
-        r = k8s_error_set(reterr, -K8S_ENOTFOUND, "GKE metadata server %s: HTTP %ld", url,
-                          status);
+        r = k8s_error_set(reterr, -K8S_ENOTFOUND, "GKE metadata server %s: HTTP %ld", url, status);
     while (r == 0 && b.len && strchr(" \r\n\t", b.data[b.len - 1]))
         b.data[--b.len] = '\0';
     if (r == 0 && !(*ret = k8s_buf_take(&b, NULL)))
@@ -64,9 +63,11 @@ int k8s_gce_cluster_name(int64_t timeout_ms, char **ret, struct k8s_error *reter
         host = "metadata.google.internal";
     char *name = NULL, *location = NULL, *project = NULL;
     int r = attribute(host, "instance/attributes/cluster-name", timeout_ms, &name, reterr);
-    r = r ? r : attribute(host, "instance/attributes/cluster-location", timeout_ms, &location, reterr);
+    r = r ? r
+          : attribute(host, "instance/attributes/cluster-location", timeout_ms, &location, reterr);
     r = r ? r : attribute(host, "project/project-id", timeout_ms, &project, reterr);
-    if (r == 0 && asprintf(ret, "projects/%s/locations/%s/clusters/%s", project, location, name) < 0)
+    if (r == 0 &&
+        asprintf(ret, "projects/%s/locations/%s/clusters/%s", project, location, name) < 0)
         r = -K8S_ENOMEM;
     free(name);
     free(location);

@@ -14,7 +14,10 @@
 enum { C_PLAIN = 0, C_QUOTE, C_BACKSLASH, C_CONTROL, C_HIGH };
 
 static const unsigned char str_class[256] = {
-    [0x00 ... 0x1F] = C_CONTROL, ['"'] = C_QUOTE, ['\\'] = C_BACKSLASH, [0x80 ... 0xFF] = C_HIGH,
+    [0x00 ... 0x1F] = C_CONTROL,
+    ['"'] = C_QUOTE,
+    ['\\'] = C_BACKSLASH,
+    [0x80 ... 0xFF] = C_HIGH,
 };
 
 struct reader {
@@ -132,8 +135,7 @@ static int escape(struct reader *r, bool keep)
     const char *at = c ? strchr(from, c) : NULL;
     if (!at)
         return fail(r, "invalid escape");
-    return keep && k8s_buf_append(&r->text, &to[at - from], 1) < 0 ? fail(r, "out of memory")
-                                                                    : 0;
+    return keep && k8s_buf_append(&r->text, &to[at - from], 1) < 0 ? fail(r, "out of memory") : 0;
 }
 
 /* Word-at-a-time test: does any byte of x need a closer look (a quote, a
@@ -389,8 +391,8 @@ static int report(struct reader *r, struct k8s_error *reterr)
         if (*q == '\n')
             line++, col = 0;
     bool oom = !strcmp(r->err, "out of memory");
-    return k8s_error_set(reterr, oom ? -K8S_ENOMEM : -K8S_EPARSE, "%s (line %d, column %d)",
-                         r->err, line, col);
+    return k8s_error_set(reterr, oom ? -K8S_ENOMEM : -K8S_EPARSE, "%s (line %d, column %d)", r->err,
+                         line, col);
 }
 
 int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
@@ -403,7 +405,7 @@ int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_fi
     k8s_buf_init(&r.text, len + 1);
     skip_ws(&r);
     int rc = r.p < r.end && (*r.p == '{' || *r.p == '[') ? value(&r, filter, true, &doc)
-                                                          : fail(&r, "'[' or '{' expected");
+                                                         : fail(&r, "'[' or '{' expected");
     skip_ws(&r);
     if (rc == 0 && r.p != r.end)
         rc = fail(&r, "end of input expected");

@@ -208,8 +208,8 @@ static int do_add(struct op_ctx *c, const char *path, json_t *value)
             r = fail(c, path, "cannot insert");
     } else {
         json_decref(value);
-        r = fail(c, path, parent ? "index out of range or not a container"
-                                 : "parent does not exist");
+        r = fail(c, path,
+                 parent ? "index out of range or not a container" : "parent does not exist");
     }
 out:
     ptr_done(&p);

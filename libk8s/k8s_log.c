@@ -71,7 +71,8 @@ static int line_start(struct k8s_buf *b, int level, const char *msg)
     format_ts(ts, sizeof(ts));
     int lv = level < 0 ? 0 : level > K8S_LOG_TRACE ? K8S_LOG_TRACE : level;
     const char *m = msg ? msg : "";
-    int r = k8s_buf_cat(b, "{\"ts\":\"", ts, "\",\"level\":\"", level_names[lv], "\",\"msg\":", NULL);
+    int r =
+        k8s_buf_cat(b, "{\"ts\":\"", ts, "\",\"level\":\"", level_names[lv], "\",\"msg\":", NULL);
     return r ? r : k8s_json_write_string(m, strlen(m), b);
 }
 

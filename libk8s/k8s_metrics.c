@@ -12,9 +12,9 @@ enum kind { COUNTER, GAUGE, GAUGE_FN, HISTOGRAM };
 struct k8s_metric {
     enum kind kind;
     char *name, *help, *labels;
-    uint64_t count;    /* counter value / histogram count (atomic) */
-    uint64_t bits;     /* gauge value as double bits (atomic) */
-    uint64_t sum_ns;   /* histogram sum (atomic) */
+    uint64_t count;  /* counter value / histogram count (atomic) */
+    uint64_t bits;   /* gauge value as double bits (atomic) */
+    uint64_t sum_ns; /* histogram sum (atomic) */
     double *bounds;
     uint64_t *buckets; /* per bucket, not cumulative (atomic) */
     size_t nb;
@@ -129,9 +129,8 @@ struct k8s_metric *k8s_metrics_gauge_fn(struct k8s_metrics *m, const char *name,
     return x;
 }
 
-struct k8s_metric *k8s_metrics_histogram(struct k8s_metrics *m, const char *name,
-                                         const char *help, const char *labels,
-                                         const double *bounds, size_t n)
+struct k8s_metric *k8s_metrics_histogram(struct k8s_metrics *m, const char *name, const char *help,
+                                         const char *labels, const double *bounds, size_t n)
 {
     struct k8s_metric *x = reg(m, HISTOGRAM, name, help, labels);
     if (!x)
@@ -194,8 +193,8 @@ void k8s_metric_observe_ns(struct k8s_metric *h, int64_t ns)
     __atomic_add_fetch(&h->sum_ns, (uint64_t)(ns > 0 ? ns : 0), __ATOMIC_RELAXED);
 }
 
-static int render_value(struct k8s_buf *o, const char *name, const char *suffix,
-                        const char *labels, const char *extra, double v)
+static int render_value(struct k8s_buf *o, const char *name, const char *suffix, const char *labels,
+                        const char *extra, double v)
 {
     bool any = (labels && *labels) || extra;
     char num[64];

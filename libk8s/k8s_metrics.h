@@ -38,13 +38,12 @@ struct k8s_metric *k8s_metrics_gauge(struct k8s_metrics *m, const char *name, co
 struct k8s_metric *k8s_metrics_gauge_fn(struct k8s_metrics *m, const char *name, const char *help,
                                         const char *labels, k8s_gauge_fn fn, void *ud);
 /* bounds: ascending upper bounds in seconds (copied); +Inf is implicit. */
-struct k8s_metric *k8s_metrics_histogram(struct k8s_metrics *m, const char *name,
-                                         const char *help, const char *labels,
-                                         const double *bounds, size_t n);
+struct k8s_metric *k8s_metrics_histogram(struct k8s_metrics *m, const char *name, const char *help,
+                                         const char *labels, const double *bounds, size_t n);
 
-void k8s_metric_add(struct k8s_metric *c, uint64_t n); /* counters; NULL-safe */
-void k8s_metric_set(struct k8s_metric *g, double v);   /* gauges; NULL-safe */
-void k8s_metric_inc(struct k8s_metric *g, double d);   /* gauges: +d (may be negative) */
+void k8s_metric_add(struct k8s_metric *c, uint64_t n);        /* counters; NULL-safe */
+void k8s_metric_set(struct k8s_metric *g, double v);          /* gauges; NULL-safe */
+void k8s_metric_inc(struct k8s_metric *g, double d);          /* gauges: +d (may be negative) */
 void k8s_metric_observe_ns(struct k8s_metric *h, int64_t ns); /* histograms; NULL-safe */
 
 /* Append the exposition text to out. */

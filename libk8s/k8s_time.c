@@ -45,12 +45,11 @@ int k8s_time_parse_rfc3339(const char *s, time_t *ret)
 {
     int Y, M, D, h, m, sec, oh = 0, om = 0;
     const char *p = s;
-    if (digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' ||
-        digits(&p, 2, &D) || (*p != 'T' && *p != 't' && *p != ' '))
+    if (digits(&p, 4, &Y) || *p++ != '-' || digits(&p, 2, &M) || *p++ != '-' || digits(&p, 2, &D) ||
+        (*p != 'T' && *p != 't' && *p != ' '))
         return -K8S_EPARSE;
     p++;
-    if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) || *p++ != ':' ||
-        digits(&p, 2, &sec))
+    if (digits(&p, 2, &h) || *p++ != ':' || digits(&p, 2, &m) || *p++ != ':' || digits(&p, 2, &sec))
         return -K8S_EPARSE;
     if (*p == '.') {
         p++;
@@ -74,8 +73,12 @@ int k8s_time_parse_rfc3339(const char *s, time_t *ret)
     if (*p || M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || (M == 2 && D == 29 && !leap) ||
         h > 23 || m > 59 || sec > 60 || oh > 23 || om > 59)
         return -K8S_EPARSE;
-    struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
-                    .tm_hour = h, .tm_min = m, .tm_sec = sec};
+    struct tm tm = {.tm_year = Y - 1900,
+                    .tm_mon = M - 1,
+                    .tm_mday = D,
+                    .tm_hour = h,
+                    .tm_min = m,
+                    .tm_sec = sec};
     time_t t = timegm(&tm);
     *ret = t - sign * (oh * 3600 + om * 60);
     return 0;

@@ -11,7 +11,7 @@
 
 #include "k8s_err.h"
 
-#define K8S_NSEC_PER_SEC 1000000000LL
+#define K8S_NSEC_PER_SEC  1000000000LL
 #define K8S_NSEC_PER_MSEC 1000000LL
 
 /* CLOCK_MONOTONIC in nanoseconds. */

@@ -10,7 +10,7 @@
 #include "k8s_curl.h"
 #include "k8s_time.h"
 
-#define PAGE 500
+#define PAGE             500
 #define HEALTHY_RESET_NS (120 * K8S_NSEC_PER_SEC)
 
 struct k8s_watch {
@@ -57,7 +57,8 @@ int k8s_watch_decode(const char *line, size_t len, const struct k8s_json_filter 
     const char *type = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
     size_t i = 0;
-    while (type && i < sizeof(wire_types) / sizeof(wire_types[0]) && strcmp(type, wire_types[i].name))
+    while (type && i < sizeof(wire_types) / sizeof(wire_types[0]) &&
+           strcmp(type, wire_types[i].name))
         i++;
     if (!type || i == sizeof(wire_types) / sizeof(wire_types[0]) || !json_is_object(obj)) {
         const char *what = !json_is_object(obj) ? "no object" : "an unknown type";
@@ -69,8 +70,8 @@ int k8s_watch_decode(const char *line, size_t len, const struct k8s_json_filter 
         return k8s_watch_decode(line, len, NULL, ret, reterr);
     }
     struct k8s_watch_event out = {.type = wire_types[i].type, .object = json_incref(obj)};
-    const char *rv = json_string_value(
-        json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     snprintf(out.rv, sizeof(out.rv), "%s", rv ? rv : "");
     if (out.type == K8S_WIRE_ERROR)
         out.code = (int)json_integer_value(json_object_get(obj, "code"));
@@ -114,8 +115,8 @@ static void back_off(struct k8s_watch *w, const struct k8s_error *err)
     int64_t ms = w->backoff_ms + (int64_t)(rand_r(&w->seed) % (unsigned)(w->backoff_ms + 1));
     if (err && err->retry_after_s > 0 && ms < err->retry_after_s * 1000LL)
         ms = err->retry_after_s * 1000LL;
-    w->backoff_ms = w->backoff_ms * 2 > w->spec.backoff_max_ms ? w->spec.backoff_max_ms
-                                                                : w->backoff_ms * 2;
+    w->backoff_ms =
+        w->backoff_ms * 2 > w->spec.backoff_max_ms ? w->spec.backoff_max_ms : w->backoff_ms * 2;
     nap(w, ms);
     w->healthy_since = k8s_mono_ns();
 }
@@ -146,7 +147,9 @@ static int list_page(struct k8s_watch *w, const char *cont, json_t *items, char 
         r = append_param(&path, "continue", cont);
     if (r == 0 && w->selector)
         r = append_param(&path, "labelSelector", w->selector);
-    struct k8s_req rq = {.method = "GET", .path = k8s_buf_str(&path), .timeout_ms = 60000,
+    struct k8s_req rq = {.method = "GET",
+                         .path = k8s_buf_str(&path),
+                         .timeout_ms = 60000,
                          .accept = w->spec.metadata_only ? K8S_ACCEPT_META_LIST : NULL};
     struct k8s_resp resp = {0};
     json_t *page = NULL;
@@ -217,8 +220,8 @@ static int on_line(void *ud, const char *line, size_t len)
     if (ev.type == K8S_WIRE_ERROR) {
         w->error_code = ev.code ? ev.code : 500;
         const char *msg = json_string_value(json_object_get(ev.object, "message"));
-        k8s_error_set(&w->stream_err, ev.code == 410 ? -K8S_EGONE : -K8S_ESERVER,
-                      "watch %s: %s", w->resource, msg ? msg : "ERROR event");
+        k8s_error_set(&w->stream_err, ev.code == 410 ? -K8S_EGONE : -K8S_ESERVER, "watch %s: %s",
+                      w->resource, msg ? msg : "ERROR event");
         json_decref(ev.object);
         return 1;
     }
@@ -242,7 +245,8 @@ static int watch_once(struct k8s_watch *w, struct k8s_error *err)
     r = r ? r : append_param(&path, "timeoutSeconds", timeout);
     if (r == 0 && w->selector)
         r = append_param(&path, "labelSelector", w->selector);
-    struct k8s_req rq = {.method = "GET", .path = k8s_buf_str(&path),
+    struct k8s_req rq = {.method = "GET",
+                         .path = k8s_buf_str(&path),
                          .timeout_ms = (atoll(timeout) + 30) * 1000,
                          .accept = w->spec.metadata_only ? K8S_ACCEPT_META : NULL};
     w->events = 0;
@@ -314,8 +318,8 @@ static void watch_loop(struct k8s_watch *w)
             k8s_error_set(&err, -K8S_EIO, "watch %s ended at once without events", w->resource);
         report(w, K8S_WATCH_FAILED, &err);
         back_off(w, &err);
-        bool rewatch = r == -K8S_ETHROTTLED || r == -K8S_ESERVER || r == -K8S_EIO ||
-                       r == -K8S_ETIMEDOUT;
+        bool rewatch =
+            r == -K8S_ETHROTTLED || r == -K8S_ESERVER || r == -K8S_EIO || r == -K8S_ETIMEDOUT;
         if (!rewatch) /* anything else: list again (client-go's rule) */
             return;
     }

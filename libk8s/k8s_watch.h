@@ -42,12 +42,12 @@ enum k8s_watch_state {
 enum k8s_watch_event_type { K8S_EV_ADDED, K8S_EV_MODIFIED, K8S_EV_DELETED };
 
 struct k8s_watch_spec {
-    const char *resource; /* for messages, e.g. "jobsets.jobset.x-k8s.io" */
-    const char *path;     /* collection path, e.g. "/apis/jobset.x-k8s.io/v1alpha2/jobsets" */
+    const char *resource;       /* for messages, e.g. "jobsets.jobset.x-k8s.io" */
+    const char *path;           /* collection path, e.g. "/apis/jobset.x-k8s.io/v1alpha2/jobsets" */
     const char *label_selector; /* NULL: all */
     bool metadata_only;         /* ask for PartialObjectMetadata */
     const struct k8s_json_filter *filter; /* members of each object to keep; NULL: all */
-    int64_t absent_retry_ms;    /* 0: 180 s */
+    int64_t absent_retry_ms;              /* 0: 180 s */
     int64_t watch_timeout_min_s, watch_timeout_max_s; /* 0: 300 and 600 */
     int64_t backoff_initial_ms, backoff_max_ms;       /* 0: 800 and 30000 */
 };
@@ -82,8 +82,13 @@ uint64_t k8s_watch_failures(const struct k8s_watch *w);
 
 /* ---- the wire format, exposed for tests and the fuzzer ---- */
 
-enum k8s_watch_wire { K8S_WIRE_ADDED, K8S_WIRE_MODIFIED, K8S_WIRE_DELETED, K8S_WIRE_BOOKMARK,
-                      K8S_WIRE_ERROR };
+enum k8s_watch_wire {
+    K8S_WIRE_ADDED,
+    K8S_WIRE_MODIFIED,
+    K8S_WIRE_DELETED,
+    K8S_WIRE_BOOKMARK,
+    K8S_WIRE_ERROR
+};
 
 struct k8s_watch_event {
     enum k8s_watch_wire type;

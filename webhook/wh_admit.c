@@ -12,8 +12,8 @@
 #include "wh_review.h"
 #include "wh_warn.h"
 
-static const char *const outcome_names[WH_OUT_COUNT] = {
-    "injected", "unchanged", "skipped", "error", "invalid", "too_large"};
+static const char *const outcome_names[WH_OUT_COUNT] = {"injected", "unchanged", "skipped",
+                                                        "error",    "invalid",   "too_large"};
 
 void wh_admit_init(struct wh_admit_ctx *ctx, const struct wh_config *cfg,
                    const struct wh_lookup *lookup, struct k8s_metrics *m)
@@ -29,10 +29,10 @@ void wh_admit_init(struct wh_admit_ctx *ctx, const struct wh_config *cfg,
         ctx->outcomes[i] = k8s_metrics_counter(m, "mldiagnostics_webhook_requests_total",
                                                "Admission requests by outcome.", labels);
     }
-    ctx->latency = k8s_metrics_histogram(
-        m, "mldiagnostics_webhook_request_duration_seconds",
-        "Time from request arrival to response, sub-millisecond buckets.", NULL,
-        k8s_metrics_latency_buckets, k8s_metrics_latency_nbuckets);
+    ctx->latency =
+        k8s_metrics_histogram(m, "mldiagnostics_webhook_request_duration_seconds",
+                              "Time from request arrival to response, sub-millisecond buckets.",
+                              NULL, k8s_metrics_latency_buckets, k8s_metrics_latency_nbuckets);
 }
 
 int wh_admit_text(int status, const char *line, enum wh_outcome outcome,
@@ -60,8 +60,8 @@ void wh_admit_note(const struct wh_admit_ctx *ctx, enum wh_outcome outcome, cons
 {
     account(ctx, outcome, start_ns);
     k8s_log_json(K8S_LOG_WARN, "admission",
-                 json_pack("{s:s, s:s, s:I}", "decision", outcome_names[outcome], "reason",
-                           reason, "us", (json_int_t)((k8s_mono_ns() - start_ns) / 1000)));
+                 json_pack("{s:s, s:s, s:I}", "decision", outcome_names[outcome], "reason", reason,
+                           "us", (json_int_t)((k8s_mono_ns() - start_ns) / 1000)));
 }
 
 static void log_decision(const struct wh_review *rv, const struct wh_mutate_out *mo,
@@ -123,8 +123,7 @@ static int respond(const struct wh_review *rv, struct wh_mutate_out *mo, enum wh
     if (o == WH_OUT_ERROR)
         wh_warnf(warnings, "mldiagnostics: internal error (out of memory); pod admitted "
                            "without injection");
-    char *body = wh_review_respond(rv, o == WH_OUT_ERROR ? NULL : mo->patch, warnings,
-                                   &ret->len);
+    char *body = wh_review_respond(rv, o == WH_OUT_ERROR ? NULL : mo->patch, warnings, &ret->len);
     json_decref(warnings);
     if (!body)
         return -K8S_ENOMEM;

@@ -38,8 +38,8 @@ struct wh_admit_ctx {
 };
 
 struct wh_admit_result {
-    int status;               /* HTTP status */
-    char *body;               /* new (free()) */
+    int status; /* HTTP status */
+    char *body; /* new (free()) */
     size_t len;
     const char *content_type; /* static */
     enum wh_outcome outcome;

@@ -36,10 +36,15 @@ static const struct kind_def kinds[] = {
 
 /* What the core reads of a workload or namespace; managedFields and the
  * rest of the metadata are not kept. */
-static const struct k8s_json_filter meta_keep[] = {
-    {"name", NULL},        {"namespace", NULL},       {"uid", NULL},
-    {"labels", NULL},      {"annotations", NULL},     {"creationTimestamp", NULL},
-    {"ownerReferences", NULL}, {"resourceVersion", NULL}, {NULL}};
+static const struct k8s_json_filter meta_keep[] = {{"name", NULL},
+                                                   {"namespace", NULL},
+                                                   {"uid", NULL},
+                                                   {"labels", NULL},
+                                                   {"annotations", NULL},
+                                                   {"creationTimestamp", NULL},
+                                                   {"ownerReferences", NULL},
+                                                   {"resourceVersion", NULL},
+                                                   {NULL}};
 static const struct k8s_json_filter object_keep[] = {{"metadata", meta_keep}, {NULL}};
 
 struct kind_cache {
@@ -89,8 +94,8 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
     switch (st) {
     case K8S_WATCH_SYNCED:
         k8s_log_json(K8S_LOG_DEBUG, "cache synced",
-                     json_pack("{s:s, s:I}", "resource", k->resource,
-                               "objects", (json_int_t)k8s_store_size(k->store)));
+                     json_pack("{s:s, s:I}", "resource", k->resource, "objects",
+                               (json_int_t)k8s_store_size(k->store)));
         break;
     case K8S_WATCH_ABSENT:
         k8s_log_json(K8S_LOG_INFO, "resource not served (CRD not installed?): treated as empty",
@@ -101,9 +106,9 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
                      json_pack("{s:s}", "resource", k->resource));
         break;
     case K8S_WATCH_FAILED:
-        k8s_log_json(K8S_LOG_WARN, "watch failed; retrying",
-                     json_pack("{s:s, s:s}", "resource", k->resource, "error",
-                               err ? err->message : ""));
+        k8s_log_json(
+            K8S_LOG_WARN, "watch failed; retrying",
+            json_pack("{s:s, s:s}", "resource", k->resource, "error", err ? err->message : ""));
         break;
     }
 }
@@ -120,13 +125,16 @@ static void object_path(const struct kind_def *d, const char *ns, const char *na
 }
 
 /* GET the object's metadata (the caller paused the arena). */
-static int get_meta(struct wh_cache *c, const struct kind_def *d, const char *ns,
-                    const char *name, int64_t timeout_ms, json_t **ret, struct k8s_error *err)
+static int get_meta(struct wh_cache *c, const struct kind_def *d, const char *ns, const char *name,
+                    int64_t timeout_ms, json_t **ret, struct k8s_error *err)
 {
     char path[1024];
     object_path(d, ns, name, path, sizeof(path));
-    struct k8s_req rq = {.method = "GET", .path = path, .accept = K8S_ACCEPT_META,
-                         .timeout_ms = timeout_ms, .max_bytes = 4 << 20};
+    struct k8s_req rq = {.method = "GET",
+                         .path = path,
+                         .accept = K8S_ACCEPT_META,
+                         .timeout_ms = timeout_ms,
+                         .max_bytes = 4 << 20};
     struct k8s_resp resp = {0};
     json_t *obj = NULL;
     int r = k8s_client_do(c->client, &rq, &resp, err);
@@ -138,8 +146,7 @@ static int get_meta(struct wh_cache *c, const struct kind_def *d, const char *ns
     }
     if (r == 0)
         *ret = obj;
-    k8s_metric_add(r == 0 ? c->gets_ok : r == -K8S_ENOTFOUND ? c->gets_missing : c->gets_failed,
-                   1);
+    k8s_metric_add(r == 0 ? c->gets_ok : r == -K8S_ENOTFOUND ? c->gets_missing : c->gets_failed, 1);
     return r;
 }
 
@@ -160,8 +167,7 @@ static json_t *remember(struct wh_cache *c, const struct kind_def *d, const char
         int64_t exp = k8s_mono_ns() + (rc == 0 ? GET_TTL_NS : NEG_TTL_NS);
         meta = rc == 0 ? json_incref(json_object_get(obj, "metadata")) : NULL;
         pthread_mutex_lock(&c->mu);
-        json_object_set_new(c->ttl, key,
-                            json_pack("[I, O?]", (json_int_t)exp, meta));
+        json_object_set_new(c->ttl, key, json_pack("[I, O?]", (json_int_t)exp, meta));
         pthread_mutex_unlock(&c->mu);
     }
     json_decref(obj);
@@ -330,12 +336,12 @@ static void register_metrics(struct wh_cache *c, struct k8s_metrics *m)
     c->gets_ok = k8s_metrics_counter(m, "mldiagnostics_webhook_api_lookups_total",
                                      "API server GETs made on the admission path (cache misses).",
                                      "result=\"found\"");
-    c->gets_missing = k8s_metrics_counter(m, "mldiagnostics_webhook_api_lookups_total",
-                                          "API server GETs made on the admission path (cache misses).",
-                                          "result=\"not_found\"");
-    c->gets_failed = k8s_metrics_counter(m, "mldiagnostics_webhook_api_lookups_total",
-                                         "API server GETs made on the admission path (cache misses).",
-                                         "result=\"error\"");
+    c->gets_missing = k8s_metrics_counter(
+        m, "mldiagnostics_webhook_api_lookups_total",
+        "API server GETs made on the admission path (cache misses).", "result=\"not_found\"");
+    c->gets_failed = k8s_metrics_counter(
+        m, "mldiagnostics_webhook_api_lookups_total",
+        "API server GETs made on the admission path (cache misses).", "result=\"error\"");
     for (size_t i = 0; i < NKINDS; i++) {
         if (!kinds[i].watched)
             continue;

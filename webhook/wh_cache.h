@@ -30,10 +30,10 @@
 struct wh_cache;
 
 struct wh_cache_opts {
-    int64_t fetch_timeout_ms;   /* cap for one cache-miss GET (0: 1000) */
-    int64_t absent_retry_ms;    /* CRD-absent relist period (0: 180 s) */
+    int64_t fetch_timeout_ms;                         /* cap for one cache-miss GET (0: 1000) */
+    int64_t absent_retry_ms;                          /* CRD-absent relist period (0: 180 s) */
     int64_t watch_timeout_min_s, watch_timeout_max_s; /* 0: 300..600 */
-    struct k8s_metrics *metrics; /* may be NULL */
+    struct k8s_metrics *metrics;                      /* may be NULL */
 };
 
 /* Start the watches (client borrowed; must outlive the cache). */

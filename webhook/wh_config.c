@@ -106,8 +106,8 @@ int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr)
     char *save = NULL;
     for (char *t = strtok_r(cfg->skip_store, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
         if (cfg->n_skip == WH_MAX_SKIP)
-            return k8s_error_set(reterr, -K8S_EINVAL,
-                                 "--skip-containers: more than %d names", WH_MAX_SKIP);
+            return k8s_error_set(reterr, -K8S_EINVAL, "--skip-containers: more than %d names",
+                                 WH_MAX_SKIP);
         cfg->skip[cfg->n_skip++] = t;
     }
     if (!*cfg->otel_collector_name || !*cfg->otel_collector_namespace)

@@ -8,7 +8,7 @@
 #include "k8s_jsonpatch.h"
 #include "wh_warn.h"
 
-#define ATTRS_VAR "OTEL_RESOURCE_ATTRIBUTES"
+#define ATTRS_VAR   "OTEL_RESOURCE_ATTRIBUTES"
 #define WH_REFS_MAX 8
 
 bool wh_env_references(const char *value, const char *name)
@@ -33,8 +33,7 @@ bool wh_env_references(const char *value, const char *name)
     return false;
 }
 
-static int add_var(struct wh_envset *s, const char *name, const char *value,
-                   const char *field_path)
+static int add_var(struct wh_envset *s, const char *name, const char *value, const char *field_path)
 {
     struct wh_env_var *v = &s->v[s->n++];
     v->name = name;
@@ -59,14 +58,12 @@ static char *default_attrs_value(const struct wh_envset *set)
 }
 
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
-                    const struct wh_identity *id, const char *service_name,
-                    struct wh_attrs *attrs)
+                    const struct wh_identity *id, const char *service_name, struct wh_attrs *attrs)
 {
     memset(set, 0, sizeof(*set));
     char endpoint[600];
     snprintf(endpoint, sizeof(endpoint),
-             "$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc.%s:4317",
-             cfg->cluster_domain);
+             "$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc.%s:4317", cfg->cluster_domain);
     set->attrs = *attrs;
     wh_attrs_init(attrs);
     snprintf(set->run_id, sizeof(set->run_id), "%s", id->run_id);
@@ -145,7 +142,7 @@ struct plan {
     /* names our variable j references, parsed once */
     const char *ref_name[WH_ENV_MAX][WH_REFS_MAX];
     size_t ref_len[WH_ENV_MAX][WH_REFS_MAX], n_refs[WH_ENV_MAX];
-    char *merged;            /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
+    char *merged; /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
 };
 
 static bool user_has(const struct plan *p, const char *name)
@@ -214,8 +211,7 @@ static bool place(struct plan *p)
                 p->slot[j] = i;
         }
         for (size_t k = 0; k < j; k++)
-            if (p->slot[k] != SIZE_MAX && our_refs(p, j, s->v[k].name) &&
-                earliest[k] > earliest[j])
+            if (p->slot[k] != SIZE_MAX && our_refs(p, j, s->v[k].name) && earliest[k] > earliest[j])
                 earliest[j] = earliest[k];
     }
     for (size_t j = s->n; j-- > 0;) /* a dependency goes no later than its dependent */

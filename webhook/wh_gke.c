@@ -7,7 +7,7 @@
 #include "k8s_gce.h"
 #include "k8s_log.h"
 
-#define TRY_MS 1000
+#define TRY_MS  1000
 #define RETRY_S 30
 
 struct wh_gke {

@@ -11,7 +11,7 @@
 #include "wh_warn.h"
 
 #define A_IDENTIFIER "diagon.gke.io/identifier"
-#define A_METADATA "diagon.gke.io/metadata"
+#define A_METADATA   "diagon.gke.io/metadata"
 
 const char *wh_cluster_short(const char *cluster)
 {

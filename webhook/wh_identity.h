@@ -23,9 +23,9 @@
 #include "wh_workload.h"
 
 struct wh_identity {
-    char *identifier; /* GKE_DIAGON_IDENTIFIER value */
-    char *metadata;   /* GKE_DIAGON_METADATA value */
-    char run_id[512]; /* the SDK's run id; "" when a field it needs is unknown */
+    char *identifier;  /* GKE_DIAGON_IDENTIFIER value */
+    char *metadata;    /* GKE_DIAGON_METADATA value */
+    char run_id[512];  /* the SDK's run id; "" when a field it needs is unknown */
     char cluster[256]; /* the cluster name the identifier carries ("" when none) */
 };
 

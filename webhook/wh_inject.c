@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_cert.h"
 #include "k8s_flags.h"
 #include "k8s_jsonpatch.h"
 #include "k8s_yaml.h"
@@ -136,29 +135,31 @@ static int by_kind(struct job *j, const char *kind, const char *name)
     if (!strcmp(kind, "Deployment"))
         return site(j, "/spec/template", "template", NULL, NULL);
     if (!strcmp(kind, "JobSet"))
-        return each_group(j, "/spec/replicatedJobs", "/template/spec/template",
-                          "replicatedJobs", NULL, NULL);
+        return each_group(j, "/spec/replicatedJobs", "/template/spec/template", "replicatedJobs",
+                          NULL, NULL);
     if (!strcmp(kind, "LeaderWorkerSet")) {
         int r = site(j, "/spec/leaderWorkerTemplate/leaderTemplate", "leader template",
                      "StatefulSet", "%s", name);
-        return r ? r : site(j, "/spec/leaderWorkerTemplate/workerTemplate", "worker template",
-                            NULL, NULL);
+        return r ? r
+                 : site(j, "/spec/leaderWorkerTemplate/workerTemplate", "worker template", NULL,
+                        NULL);
     }
     if (!strcmp(kind, "RayCluster"))
         return ray_sites(j, "/spec", name);
     if (!strcmp(kind, "RayJob")) {
         int r = ray_sites(j, "/spec/rayClusterSpec", NULL);
-        return r ? r : site(j, "/spec/submitterPodTemplate", "submitter template", "Job", "%s",
-                            name);
+        return r ? r
+                 : site(j, "/spec/submitterPodTemplate", "submitter template", "Job", "%s", name);
     }
     if (j->explain)
-        return k8s_buf_printf(j->explain, "%s %s%s%s: skip: kind %s has no pod template we inject\n",
-                              kind, j->ns, *j->ns ? "/" : "", name, kind);
+        return k8s_buf_printf(j->explain,
+                              "%s %s%s%s: skip: kind %s has no pod template we inject\n", kind,
+                              j->ns, *j->ns ? "/" : "", name, kind);
     return 0;
 }
 
-static int inject_list(const struct wh_config *cfg, const json_t *doc, const char *ns,
-                       time_t now, json_t *patch, struct k8s_buf *explain)
+static int inject_list(const struct wh_config *cfg, const json_t *doc, const char *ns, time_t now,
+                       json_t *patch, struct k8s_buf *explain)
 {
     size_t i;
     json_t *item;
@@ -196,7 +197,9 @@ int wh_inject_doc(const struct wh_config *cfg, const json_t *doc, const char *ns
     const char *name = str_at(meta, "name") ? str_at(meta, "name") : "";
     struct job j = {.cfg = cfg,
                     .doc = doc,
-                    .ns = doc_ns && *doc_ns ? doc_ns : ns ? ns : "",
+                    .ns = doc_ns && *doc_ns ? doc_ns
+                          : ns              ? ns
+                                            : "",
                     .now = now,
                     .patch = patch,
                     .explain = explain};
@@ -228,8 +231,7 @@ static int read_input(const char *file, char **ret, size_t *ret_len, struct k8s_
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
         if (k8s_buf_append(&b, chunk, n) < 0)
-            return k8s_error_set(err, -K8S_ETOOBIG, "stdin: input larger than %d bytes",
-                                 MAX_INPUT);
+            return k8s_error_set(err, -K8S_ETOOBIG, "stdin: input larger than %d bytes", MAX_INPUT);
     *ret = k8s_buf_take(&b, ret_len);
     return *ret ? 0 : k8s_error_set(err, -K8S_ENOMEM, "out of memory");
 }

@@ -36,9 +36,9 @@ struct wh_lookup {
 
 /* Ask lk (which may be NULL: standalone → -K8S_EUNAVAIL). */
 K8S_MUST_CHECK static inline int wh_lookup_meta(const struct wh_lookup *lk, const char *kind,
-                                               const char *ns, const char *name,
-                                               int64_t deadline_ns, json_t **ret_meta,
-                                               struct k8s_error *reterr)
+                                                const char *ns, const char *name,
+                                                int64_t deadline_ns, json_t **ret_meta,
+                                                struct k8s_error *reterr)
 {
     if (!lk || !lk->get_meta)
         return k8s_error_set(reterr, -K8S_EUNAVAIL, "no API access (standalone)");

@@ -48,8 +48,7 @@ struct cluster {
     struct wh_cache *cache;
 };
 
-static int connect_cluster(const struct wh_config *cfg, struct k8s_metrics *m,
-                           struct cluster *out)
+static int connect_cluster(const struct wh_config *cfg, struct k8s_metrics *m, struct cluster *out)
 {
     struct k8s_config kc;
     struct k8s_error err = {0};
@@ -59,8 +58,8 @@ static int connect_cluster(const struct wh_config *cfg, struct k8s_metrics *m,
                      json_pack("{s:s}", "error", err.message));
         return r;
     }
-    k8s_log_json(K8S_LOG_INFO, "API server", json_pack("{s:s, s:s}", "server", kc.server,
-                                                       "config", kc.source));
+    k8s_log_json(K8S_LOG_INFO, "API server",
+                 json_pack("{s:s, s:s}", "server", kc.server, "config", kc.source));
     r = k8s_client_new(&kc, &out->client, &err);
     k8s_config_done(&kc);
     if (r < 0)

@@ -28,9 +28,9 @@ struct ctx {
     const struct wh_lookup *lk;
     const struct wh_mutate_in *in;
     struct wh_mutate_out *out;
-    const json_t *meta;   /* the pod's metadata (may be NULL) */
+    const json_t *meta; /* the pod's metadata (may be NULL) */
     const json_t *spec;
-    json_t *ns_meta;      /* namespace metadata, NULL when unknown */
+    json_t *ns_meta; /* namespace metadata, NULL when unknown */
     struct wh_workload wl;
     struct target *t; /* one slot per container and init container */
     size_t nt, cap;
@@ -56,11 +56,12 @@ static bool shape_ok(struct ctx *x)
     const json_t *pod = x->in->pod;
     x->meta = json_object_get(pod, "metadata");
     x->spec = json_object_get(pod, "spec");
-    const char *bad = !json_is_object(pod)                                  ? "pod is not an object"
-                      : x->meta && !json_is_object(x->meta)                 ? "metadata is not an object"
-                      : !json_is_object(x->spec)                            ? "spec is missing"
-                      : !json_is_array(json_object_get(x->spec, "containers")) ? "spec.containers is not a list"
-                                                                            : NULL;
+    const char *bad = !json_is_object(pod)                  ? "pod is not an object"
+                      : x->meta && !json_is_object(x->meta) ? "metadata is not an object"
+                      : !json_is_object(x->spec)            ? "spec is missing"
+                      : !json_is_array(json_object_get(x->spec, "containers"))
+                          ? "spec.containers is not a list"
+                          : NULL;
     if (!bad)
         return true;
     set_reason(x->out, "unexpected pod shape: %s", bad);
@@ -97,8 +98,8 @@ static void add_targets(struct ctx *x, const char *field, bool sidecars_only, co
         const char *name = str_at(c, "name");
         if (!json_is_object(c) || !name || x->nt == x->cap)
             continue;
-        if (sidecars_only && !(str_at(c, "restartPolicy") &&
-                               !strcmp(str_at(c, "restartPolicy"), "Always")))
+        if (sidecars_only &&
+            !(str_at(c, "restartPolicy") && !strcmp(str_at(c, "restartPolicy"), "Always")))
             continue; /* a plain init container: runs to completion before the app */
         if (wh_config_skips(x->cfg, name) || (only && !in_list(only, name)))
             continue;
@@ -144,8 +145,8 @@ static int find_targets(struct ctx *x)
 static void lookup_namespace(struct ctx *x, char *why, size_t cap)
 {
     struct k8s_error err = {0};
-    int r = wh_lookup_meta(x->lk, "Namespace", "", x->in->ns, x->in->deadline_ns, &x->ns_meta,
-                           &err);
+    int r =
+        wh_lookup_meta(x->lk, "Namespace", "", x->in->ns, x->in->deadline_ns, &x->ns_meta, &err);
     if (r == 0)
         return;
     if (!x->lk)
@@ -172,9 +173,9 @@ static int decide(struct ctx *x)
     char ns_why[200] = "";
     if (!x->in->workload)
         lookup_namespace(x, ns_why, sizeof(ns_why));
-    struct wh_decision d = wh_policy_decide(
-        x->meta, w, x->ns_meta ? json_object_get(x->ns_meta, "labels") : NULL,
-        ns_why[0] ? ns_why : NULL, x->out->warnings);
+    struct wh_decision d =
+        wh_policy_decide(x->meta, w, x->ns_meta ? json_object_get(x->ns_meta, "labels") : NULL,
+                         ns_why[0] ? ns_why : NULL, x->out->warnings);
     x->out->inject = d.inject;
     memcpy(x->out->reason, d.reason, sizeof(d.reason));
     if (x->lk && k8s_mono_ns() > x->in->deadline_ns)
@@ -268,9 +269,9 @@ static json_t *volume_json(void)
     json_t *items = json_array();
     for (size_t i = 0; i < 5; i++)
         json_array_append_new(
-            items, obj("path", str(volume_items[i][0]), "fieldRef",
-                       obj("apiVersion", str("v1"), "fieldPath", str(volume_items[i][1]), NULL),
-                       NULL));
+            items,
+            obj("path", str(volume_items[i][0]), "fieldRef",
+                obj("apiVersion", str("v1"), "fieldPath", str(volume_items[i][1]), NULL), NULL));
     return obj("name", str(WH_VOLUME_NAME), "downwardAPI", obj("items", items, NULL), NULL);
 }
 
@@ -290,8 +291,9 @@ static int injection_value(const struct wh_envset *set, char *out, size_t cap)
     int r = 0;
     for (size_t i = 0; i < set->n && r == 0; i++) {
         const struct wh_env_var *v = &set->v[i];
-        r = k8s_buf_cat(&b, "env ", v->name, "=", v->value ? "" : "fieldRef:",
-                        v->value ? v->value : v->field_path, "\n", NULL);
+        r = k8s_buf_cat(&b, "env ", v->name, "=",
+                        v->value ? "" : "fieldRef:", v->value ? v->value : v->field_path, "\n",
+                        NULL);
     }
     for (size_t i = 0; i < 5 && r == 0; i++)
         r = k8s_buf_cat(&b, "volume ", volume_items[i][0], " ", volume_items[i][1], "\n", NULL);
@@ -343,8 +345,8 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
     snprintf(base, sizeof(base), "%s/metadata", x->in->path);
     const json_t *ann = json_object_get(x->meta, "annotations");
     if (!x->meta || !ann || json_is_null(ann)) {
-        json_t *all = obj(keys[0], str(vals[0]), keys[1], str(vals[1]), keys[2], str(vals[2]),
-                          NULL);
+        json_t *all =
+            obj(keys[0], str(vals[0]), keys[1], str(vals[1]), keys[2], str(vals[2]), NULL);
         if (x->meta)
             return add_op(x, base, "annotations", all);
         return add_op(x, base, NULL, obj("annotations", all, NULL));
@@ -435,8 +437,10 @@ static int patch_mount(struct ctx *x, const struct target *t, enum mount_state s
 {
     char base[400];
     if (st == M_TAKEN)
-        wh_warnf(x->out->warnings, "container %s: " WH_MOUNT_PATH " is already mounted; "
-                 WH_VOLUME_NAME " not mounted there", t->name);
+        wh_warnf(x->out->warnings,
+                 "container %s: " WH_MOUNT_PATH " is already mounted; " WH_VOLUME_NAME
+                 " not mounted there",
+                 t->name);
     if (st == M_BAD)
         wh_warnf(x->out->warnings, "container %s: volumeMounts is not a list", t->name);
     if (st != M_ADD)

@@ -26,15 +26,15 @@
 #include "wh_lookup.h"
 #include "wh_workload.h"
 
-#define WH_VOLUME_NAME "mldiagnostics-metadata"
-#define WH_MOUNT_PATH "/var/run/mldiagnostics"
-#define WH_ANN_IDENTIFIER "diagon.gke.io/identifier"
-#define WH_ANN_METADATA "diagon.gke.io/metadata"
-#define WH_ANN_INJECTION "diagon.gke.io/injection"
-#define WH_ANN_CONTAINERS "diagon.gke.io/inject-containers"
+#define WH_VOLUME_NAME      "mldiagnostics-metadata"
+#define WH_MOUNT_PATH       "/var/run/mldiagnostics"
+#define WH_ANN_IDENTIFIER   "diagon.gke.io/identifier"
+#define WH_ANN_METADATA     "diagon.gke.io/metadata"
+#define WH_ANN_INJECTION    "diagon.gke.io/injection"
+#define WH_ANN_CONTAINERS   "diagon.gke.io/inject-containers"
 #define WH_ANN_SERVICE_NAME "diagon.gke.io/otel-service-name"
-#define WH_ANN_ATTRS "diagon.gke.io/otel-resource-attributes"
-#define WH_ANN_ATTRS_MERGE "diagon.gke.io/otel-resource-attributes-merge"
+#define WH_ANN_ATTRS        "diagon.gke.io/otel-resource-attributes"
+#define WH_ANN_ATTRS_MERGE  "diagon.gke.io/otel-resource-attributes-merge"
 
 struct wh_mutate_in {
     const json_t *pod;                  /* a Pod, or a pod template {metadata, spec} */
@@ -46,13 +46,13 @@ struct wh_mutate_in {
 };
 
 struct wh_mutate_out {
-    bool inject;          /* the pod is opted in and has target containers */
-    char reason[240];     /* why (logs, --explain) */
-    json_t *patch;        /* array of operations, possibly empty */
-    json_t *warnings;     /* array of strings */
-    char workload[330];   /* "Kind/name" of the workload */
-    int containers;       /* containers that received changes */
-    char injection[64];   /* the diagon.gke.io/injection value ("" when skipped) */
+    bool inject;        /* the pod is opted in and has target containers */
+    char reason[240];   /* why (logs, --explain) */
+    json_t *patch;      /* array of operations, possibly empty */
+    json_t *warnings;   /* array of strings */
+    char workload[330]; /* "Kind/name" of the workload */
+    int containers;     /* containers that received changes */
+    char injection[64]; /* the diagon.gke.io/injection value ("" when skipped) */
 };
 
 /* Decide and build the patch. Problems with the pod's shape or with

@@ -34,12 +34,13 @@ K8S_PRINTF(2, 3) static struct wh_decision decided(bool inject, const char *fmt,
 }
 
 /* Rule 5's explanation: say what could not be consulted. */
-static struct wh_decision skip_reason(const struct wh_workload *w, bool ns_opted_in,
-                                      bool ns_known, const char *ns_unknown_why)
+static struct wh_decision skip_reason(const struct wh_workload *w, bool ns_opted_in, bool ns_known,
+                                      const char *ns_unknown_why)
 {
     if (ns_opted_in)
-        return decided(false, "namespace %s is labelled but %s is not a JobSet, "
-                              "LeaderWorkerSet, RayJob, RayCluster or Job",
+        return decided(false,
+                       "namespace %s is labelled but %s is not a JobSet, "
+                       "LeaderWorkerSet, RayJob, RayCluster or Job",
                        w->ns, w->kind);
     if (!w->labels && w->unknown_why[0])
         return decided(false, "no opt-in label on the pod; workload labels unknown (%s)",
@@ -55,8 +56,7 @@ struct wh_decision wh_policy_decide(const json_t *pod_meta, const struct wh_work
                                     json_t *warnings)
 {
     enum tri pod_l = value_of(json_object_get(pod_meta, "labels"), "pod label", warnings);
-    enum tri pod_a =
-        value_of(json_object_get(pod_meta, "annotations"), "pod annotation", warnings);
+    enum tri pod_a = value_of(json_object_get(pod_meta, "annotations"), "pod annotation", warnings);
     enum tri wl = w->bare_pod ? UNSET : value_of(w->labels, "workload label", warnings);
     enum tri nsl = value_of(ns_labels, "namespace label", warnings);
     if (pod_l == NO || pod_a == NO)
@@ -68,8 +68,7 @@ struct wh_decision wh_policy_decide(const json_t *pod_meta, const struct wh_work
     if (pod_l == YES)
         return decided(true, "pod label " WH_LABEL_MANAGED "=true");
     if (wl == YES)
-        return decided(true, "workload label " WH_LABEL_MANAGED "=true (%s/%s)", w->kind,
-                       w->name);
+        return decided(true, "workload label " WH_LABEL_MANAGED "=true (%s/%s)", w->kind, w->name);
     if (nsl == YES && w->ml_kind)
         return decided(true, "namespace label " WH_LABEL_MANAGED "=true (%s, %s/%s)", w->ns,
                        w->kind, w->name);

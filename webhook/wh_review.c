@@ -15,21 +15,18 @@
 static const struct k8s_json_filter f_container[] = {
     {"name", NULL}, {"env", NULL}, {"volumeMounts", NULL}, {"restartPolicy", NULL}, {NULL}};
 static const struct k8s_json_filter f_volume[] = {{"name", NULL}, {NULL}};
-static const struct k8s_json_filter f_spec[] = {{"containers", f_container},
-                                                {"initContainers", f_container},
-                                                {"volumes", f_volume},
-                                                {NULL}};
+static const struct k8s_json_filter f_spec[] = {
+    {"containers", f_container}, {"initContainers", f_container}, {"volumes", f_volume}, {NULL}};
 static const struct k8s_json_filter f_meta[] = {
-    {"name", NULL},        {"generateName", NULL},    {"namespace", NULL},
-    {"labels", NULL},      {"annotations", NULL},     {"ownerReferences", NULL},
-    {"uid", NULL},         {"creationTimestamp", NULL}, {NULL}};
+    {"name", NULL},   {"generateName", NULL},      {"namespace", NULL},
+    {"labels", NULL}, {"annotations", NULL},       {"ownerReferences", NULL},
+    {"uid", NULL},    {"creationTimestamp", NULL}, {NULL}};
 static const struct k8s_json_filter f_object[] = {
     {"apiVersion", NULL}, {"kind", NULL}, {"metadata", f_meta}, {"spec", f_spec}, {NULL}};
 static const struct k8s_json_filter f_request[] = {
-    {"uid", NULL},       {"kind", NULL},      {"resource", NULL},
-    {"subResource", NULL}, {"namespace", NULL}, {"name", NULL},
-    {"operation", NULL}, {"dryRun", NULL},    {"object", f_object},
-    {NULL}};
+    {"uid", NULL},        {"kind", NULL}, {"resource", NULL},  {"subResource", NULL},
+    {"namespace", NULL},  {"name", NULL}, {"operation", NULL}, {"dryRun", NULL},
+    {"object", f_object}, {NULL}};
 const struct k8s_json_filter wh_review_filter[] = {
     {"apiVersion", NULL}, {"kind", NULL}, {"request", f_request}, {NULL}};
 
@@ -44,9 +41,10 @@ static int check_envelope(json_t *root, enum wh_review_version *ver, struct k8s_
         return k8s_error_set(reterr, -K8S_EINVAL, "not an AdmissionReview: body is not an object");
     const char *api = str_at(root, "apiVersion"), *kind = str_at(root, "kind");
     if (!api || (strcmp(api, GROUP "v1") && strcmp(api, GROUP "v1beta1")))
-        return k8s_error_set(reterr, -K8S_EINVAL,
-                             "not an AdmissionReview: apiVersion \"%.60s\" is not %sv1 or %sv1beta1",
-                             api ? api : "", GROUP, GROUP);
+        return k8s_error_set(
+            reterr, -K8S_EINVAL,
+            "not an AdmissionReview: apiVersion \"%.60s\" is not %sv1 or %sv1beta1", api ? api : "",
+            GROUP, GROUP);
     if (!kind || strcmp(kind, "AdmissionReview"))
         return k8s_error_set(reterr, -K8S_EINVAL, "not an AdmissionReview: kind is \"%.60s\"",
                              kind ? kind : "");
@@ -67,8 +65,9 @@ static bool is_pod_create(const json_t *req)
     const char *group = str_at(kind, "group"), *k = str_at(kind, "kind");
     const char *resource = str_at(res, "resource"), *sub = str_at(req, "subResource");
     const char *op = str_at(req, "operation");
-    return k && !strcmp(k, "Pod") && (!group || !*group) && (!resource || !strcmp(resource, "pods")) &&
-           (!sub || !*sub) && op && !strcmp(op, "CREATE");
+    return k && !strcmp(k, "Pod") && (!group || !*group) &&
+           (!resource || !strcmp(resource, "pods")) && (!sub || !*sub) && op &&
+           !strcmp(op, "CREATE");
 }
 
 static void describe(struct wh_review *rv, const json_t *req)
@@ -86,8 +85,7 @@ static void describe(struct wh_review *rv, const json_t *req)
                  gen ? gen : "");
 }
 
-int wh_review_decode(const char *body, size_t len, struct wh_review *ret,
-                     struct k8s_error *reterr)
+int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct k8s_error *reterr)
 {
     json_t *root = NULL;
     int r = k8s_json_load_filtered(body, len, wh_review_filter, &root, reterr);

@@ -27,7 +27,7 @@ struct wh_review {
     const json_t *object;  /* request.object (NULL when absent) */
     bool pod_create;       /* a CREATE of a core/v1 Pod (not a subresource) */
     bool dry_run;
-    char what[300];        /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
+    char what[300]; /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
 };
 
 /* What wh_review_decode keeps of a review (all else is validated, then

@@ -51,7 +51,7 @@ struct req {
     enum route route;
     struct k8s_buf body;
     int64_t start_ns;
-    bool answered; /* a response was queued early (404/405/413) */
+    bool answered;  /* a response was queued early (404/405/413) */
     bool too_large; /* body over the cap: discard it, then answer 413 */
     long long discarded;
 };
@@ -63,11 +63,10 @@ static bool is_ready(struct wh_server *s)
     return !s->deps.ready || s->deps.ready(s->deps.ready_ud);
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, struct wh_server *s, int status,
-                             char *body, size_t len, const char *ctype)
+static enum MHD_Result queue(struct MHD_Connection *c, struct wh_server *s, int status, char *body,
+                             size_t len, const char *ctype)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);
         return MHD_NO;
@@ -97,15 +96,13 @@ static enum MHD_Result serve_metrics(struct MHD_Connection *c, struct wh_server 
     k8s_buf_init(&b, 16 << 20);
     k8s_metric_set(s->inflight_g, __atomic_load_n(&s->inflight, __ATOMIC_RELAXED));
     k8s_metric_set(s->ready_g, is_ready(s) ? 1 : 0);
-    k8s_metric_set(s->cert_expiry, s->deps.tls ? (double)(wh_tls_not_after(s->deps.tls) -
-                                                          time(NULL))
-                                               : 0);
+    k8s_metric_set(s->cert_expiry,
+                   s->deps.tls ? (double)(wh_tls_not_after(s->deps.tls) - time(NULL)) : 0);
     if (!s->deps.metrics || k8s_metrics_render(s->deps.metrics, &b) < 0)
         return text(c, s, 500, "cannot render metrics");
     size_t len;
     char *body = k8s_buf_take(&b, &len);
-    return body ? queue(c, s, 200, body, len, "text/plain; version=0.0.4; charset=utf-8")
-                : MHD_NO;
+    return body ? queue(c, s, 200, body, len, "text/plain; version=0.0.4; charset=utf-8") : MHD_NO;
 }
 
 static enum MHD_Result serve_get(struct MHD_Connection *c, struct wh_server *s, enum route r)
@@ -113,14 +110,14 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, struct wh_server *s, 
     if (r == R_METRICS)
         return serve_metrics(c, s);
     if (r == R_READYZ && !is_ready(s))
-        return text(c, s, 503, __atomic_load_n(&s->draining, __ATOMIC_RELAXED)
-                                   ? "shutting down"
-                                   : "not ready: caches not synced");
+        return text(c, s, 503,
+                    __atomic_load_n(&s->draining, __ATOMIC_RELAXED)
+                        ? "shutting down"
+                        : "not ready: caches not synced");
     return text(c, s, 200, "ok");
 }
 
-static enum MHD_Result serve_mutate(struct MHD_Connection *c, struct wh_server *s,
-                                    struct req *rq)
+static enum MHD_Result serve_mutate(struct MHD_Connection *c, struct wh_server *s, struct req *rq)
 {
     struct wh_admit_result res;
     if (wh_admit(&s->admit, k8s_buf_str(&rq->body), rq->body.len, rq->start_ns, &res) < 0)
@@ -204,15 +201,13 @@ static enum MHD_Result consume(struct MHD_Connection *c, struct wh_server *s, st
     if (rq->discarded <= DISCARD_MAX)
         return MHD_YES;
     rq->answered = true;
-    wh_admit_note(&s->admit, WH_OUT_TOO_LARGE, "body exceeds --max-request-bytes",
-                  rq->start_ns);
+    wh_admit_note(&s->admit, WH_OUT_TOO_LARGE, "body exceeds --max-request-bytes", rq->start_ns);
     return text(c, s, 413, "request body exceeds --max-request-bytes");
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     struct wh_server *s = cls;
     struct req *rq = *con_cls;
@@ -265,8 +260,8 @@ static void register_metrics(struct wh_server *s, struct k8s_metrics *m)
 {
     s->inflight_g = k8s_metrics_gauge(m, "mldiagnostics_webhook_inflight_requests",
                                       "Requests being handled.", NULL);
-    s->ready_g = k8s_metrics_gauge(m, "mldiagnostics_webhook_ready",
-                                   "1 when /readyz answers 200.", NULL);
+    s->ready_g =
+        k8s_metrics_gauge(m, "mldiagnostics_webhook_ready", "1 when /readyz answers 200.", NULL);
     s->cert_expiry = k8s_metrics_gauge(m, "mldiagnostics_webhook_certificate_expiry_seconds",
                                        "Seconds until the serving certificate expires.", NULL);
     s->reloads_ok = k8s_metrics_counter(m, "mldiagnostics_webhook_certificate_reloads_total",
@@ -299,8 +294,8 @@ static int resolve(const char *host, const char *port, struct sockaddr_storage *
     struct addrinfo *ai = NULL;
     int g = getaddrinfo(host && *host ? host : NULL, port, &hints, &ai);
     if (g != 0)
-        return k8s_error_set(reterr, -K8S_EINVAL, "bad listen address %s:%s: %s",
-                             host ? host : "", port, gai_strerror(g));
+        return k8s_error_set(reterr, -K8S_EINVAL, "bad listen address %s:%s: %s", host ? host : "",
+                             port, gai_strerror(g));
     memcpy(ss, ai->ai_addr, ai->ai_addrlen);
     freeaddrinfo(ai);
     return 0;
@@ -319,9 +314,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 static int start_worker(struct wh_server *s, struct worker *w, bool ipv6)
 {
     const struct wh_config *cfg = s->deps.cfg;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
-                     MHD_USE_ITC | MHD_USE_TURBO | MHD_USE_NO_LISTEN_SOCKET |
-                     (ipv6 ? MHD_USE_IPv6 : 0);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS | MHD_USE_ITC |
+                     MHD_USE_TURBO | MHD_USE_NO_LISTEN_SOCKET | (ipv6 ? MHD_USE_IPv6 : 0);
     w->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve,
         MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
@@ -378,8 +372,8 @@ static int open_listener(struct wh_server *s, const struct sockaddr_storage *ss,
 {
     const struct wh_config *cfg = s->deps.cfg;
     int one = 1, fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                              : sizeof(struct sockaddr_in);
+    socklen_t len =
+        ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 1024) < 0) {
         int e = errno;
@@ -433,15 +427,14 @@ static int start_plain(struct wh_server *s, struct k8s_error *reterr)
     int r = resolve(host, colon ? colon + 1 : addr, &ss, reterr);
     if (r < 0)
         return r;
-    s->plain_d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-            (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
-        0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    s->plain_d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                                      (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                                  0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                                  (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_TIMEOUT,
+                                  (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->plain_d)
-        return k8s_error_set(reterr, -K8S_EIO, "cannot listen on --metrics-bind-address %s",
-                             addr);
+        return k8s_error_set(reterr, -K8S_EIO, "cannot listen on --metrics-bind-address %s", addr);
     return 0;
 }
 

@@ -15,10 +15,10 @@
 #include <gnutls/x509.h>
 #include "k8s_time.h"
 
-#define MAX_CHAIN 16
-#define MAX_PEM (1 << 20)
+#define MAX_CHAIN       16
+#define MAX_PEM         (1 << 20)
 #define RETIRE_GRACE_NS (600 * K8S_NSEC_PER_SEC) /* old pairs outlive any handshake */
-#define POLL_MS 2000                             /* fallback when inotify misses a change */
+#define POLL_MS         2000                     /* fallback when inotify misses a change */
 
 /* Identity of a file as last read: a change of any field means "reload". */
 struct file_id {
@@ -148,14 +148,14 @@ static int check_dates(struct pair *p, const char *name, struct k8s_error *reter
 /* Parse and check the pair with GnuTLS, the library that will serve it:
  * the certificate chain parses, the key parses and belongs to the leaf,
  * and the leaf is within its validity dates. */
-static int check_pair(struct pair *p, const char *cert, size_t clen, const char *key,
-                      size_t klen, const struct wh_tls *t, struct k8s_error *reterr)
+static int check_pair(struct pair *p, const char *cert, size_t clen, const char *key, size_t klen,
+                      const struct wh_tls *t, struct k8s_error *reterr)
 {
     int r = import_chain(p, cert, clen, t->cert_file, reterr);
     r = r ? r : import_key(p, key, klen, t->key_file, reterr);
     if (r == 0 && !key_matches(p))
-        r = k8s_error_set(reterr, -K8S_ETLS, "%s does not match the certificate in %s",
-                          t->key_file, t->cert_file);
+        r = k8s_error_set(reterr, -K8S_ETLS, "%s does not match the certificate in %s", t->key_file,
+                          t->cert_file);
     return r ? r : check_dates(p, t->cert_file, reterr);
 }
 
@@ -259,8 +259,7 @@ void wh_tls_install(struct wh_tls *t)
 
 int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
                     const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
-                    gnutls_pcert_st **pcert, unsigned int *pcert_length,
-                    gnutls_privkey_t *privkey)
+                    gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *privkey)
 {
     struct wh_tls *t = __atomic_load_n(&installed, __ATOMIC_ACQUIRE);
     struct pair *p = t ? __atomic_load_n(&t->current, __ATOMIC_ACQUIRE) : NULL;

@@ -57,7 +57,6 @@ void wh_tls_free(struct wh_tls *t);
 /* GnuTLS certificate retrieve callback (MHD_OPTION_HTTPS_CERT_CALLBACK). */
 int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
                     const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
-                    gnutls_pcert_st **pcert, unsigned int *pcert_length,
-                    gnutls_privkey_t *privkey);
+                    gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *privkey);
 
 #endif

@@ -5,13 +5,13 @@
 
 #include "k8s_time.h"
 
-#define L_JOBSET "jobset.sigs.k8s.io/jobset-name"
-#define L_LWS "leaderworkerset.sigs.k8s.io/name"
-#define L_RAY_CLUSTER "ray.io/cluster"
-#define L_RAY_FROM_CRD "ray.io/originated-from-crd"
-#define L_RAY_FROM_NAME "ray.io/originated-from-cr-name"
-#define L_JOB "batch.kubernetes.io/job-name"
-#define L_JOB_LEGACY "job-name"
+#define L_JOBSET            "jobset.sigs.k8s.io/jobset-name"
+#define L_LWS               "leaderworkerset.sigs.k8s.io/name"
+#define L_RAY_CLUSTER       "ray.io/cluster"
+#define L_RAY_FROM_CRD      "ray.io/originated-from-crd"
+#define L_RAY_FROM_NAME     "ray.io/originated-from-cr-name"
+#define L_JOB               "batch.kubernetes.io/job-name"
+#define L_JOB_LEGACY        "job-name"
 #define L_POD_TEMPLATE_HASH "pod-template-hash"
 
 static const char *str_at(const json_t *obj, const char *key)
@@ -44,8 +44,7 @@ const json_t *wh_controller_owner(const json_t *meta)
 
 static bool is_ml_kind(const char *kind)
 {
-    static const char *const kinds[] = {"JobSet", "LeaderWorkerSet", "RayJob", "RayCluster",
-                                        "Job"};
+    static const char *const kinds[] = {"JobSet", "LeaderWorkerSet", "RayJob", "RayCluster", "Job"};
     for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
         if (!strcmp(kind, kinds[i]))
             return true;
@@ -99,8 +98,8 @@ static json_t *fetch(struct resolver *r)
         snprintf(w->unknown_why, sizeof(w->unknown_why), "standalone: %s %s/%s not looked up",
                  w->kind, w->ns, w->name);
     else
-        snprintf(w->unknown_why, sizeof(w->unknown_why), "lookup of %s %s/%s: %s", w->kind,
-                 w->ns, w->name, err.message[0] ? err.message : k8s_strerror(rc));
+        snprintf(w->unknown_why, sizeof(w->unknown_why), "lookup of %s %s/%s: %s", w->kind, w->ns,
+                 w->name, err.message[0] ? err.message : k8s_strerror(rc));
     /* not found (deleted meanwhile) and not served (kind not watched) are
      * ordinary; anything else means the answer may be wrong */
     w->lookup_failed |= rc != -K8S_ENOTFOUND && rc != -K8S_EUNAVAIL;
@@ -179,8 +178,7 @@ static bool by_label(struct wh_workload *w, const json_t *meta)
     else if ((v = wh_meta_label(meta, L_LWS)))
         set_kind_name(w, "LeaderWorkerSet", v);
     else if ((v = wh_meta_label(meta, L_RAY_FROM_NAME)) &&
-             !strcmp(wh_meta_label(meta, L_RAY_FROM_CRD) ? wh_meta_label(meta, L_RAY_FROM_CRD)
-                                                          : "",
+             !strcmp(wh_meta_label(meta, L_RAY_FROM_CRD) ? wh_meta_label(meta, L_RAY_FROM_CRD) : "",
                      "RayJob"))
         set_kind_name(w, "RayJob", v);
     else
@@ -188,8 +186,8 @@ static bool by_label(struct wh_workload *w, const json_t *meta)
     return true;
 }
 
-int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_lookup *lk,
-                        time_t now, int64_t deadline_ns, struct wh_workload *ret)
+int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_lookup *lk, time_t now,
+                        int64_t deadline_ns, struct wh_workload *ret)
 {
     struct wh_workload *w = ret;
     memset(w, 0, sizeof(*w));

@@ -26,15 +26,15 @@
 #include "wh_lookup.h"
 
 struct wh_workload {
-    char kind[64];       /* "JobSet", "LeaderWorkerSet", ..., "Pod" */
-    char name[256];      /* for a bare pod: its name, else its generateName */
+    char kind[64];  /* "JobSet", "LeaderWorkerSet", ..., "Pod" */
+    char name[256]; /* for a bare pod: its name, else its generateName */
     char ns[64];
-    char parent[320];    /* "Kind/name" of the pod's controller owner, "" if none/unknown */
-    char created[32];    /* RFC 3339 UTC ending in Z, "" when unknown */
-    json_t *labels;      /* the workload's labels; NULL when unknown */
-    json_t *annotations; /* the workload's annotations; NULL when unknown */
-    bool bare_pod;       /* the pod is its own workload */
-    bool ml_kind;        /* JobSet, LeaderWorkerSet, RayJob, RayCluster or Job */
+    char parent[320];      /* "Kind/name" of the pod's controller owner, "" if none/unknown */
+    char created[32];      /* RFC 3339 UTC ending in Z, "" when unknown */
+    json_t *labels;        /* the workload's labels; NULL when unknown */
+    json_t *annotations;   /* the workload's annotations; NULL when unknown */
+    bool bare_pod;         /* the pod is its own workload */
+    bool ml_kind;          /* JobSet, LeaderWorkerSet, RayJob, RayCluster or Job */
     char unknown_why[160]; /* why labels/created are unknown ("" when known) */
     bool lookup_failed;    /* a lookup failed (timeout, API error): worth a warning */
 };
@@ -43,8 +43,8 @@ struct wh_workload {
  * ns. now is the admission time (a bare pod's creation timestamp when it
  * has none). Lookup failures are not errors: what could not be learned is
  * left unknown and unknown_why says why. Returns 0, or -K8S_ENOMEM. */
-int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_lookup *lk,
-                        time_t now, int64_t deadline_ns, struct wh_workload *ret) K8S_MUST_CHECK;
+int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_lookup *lk, time_t now,
+                        int64_t deadline_ns, struct wh_workload *ret) K8S_MUST_CHECK;
 
 /* Fill w from a workload document (offline inject: the document is the
  * workload). parent may be NULL. */

@@ -53,7 +53,8 @@ static json_t *answer(const char *body, size_t len, int *status)
 
 static json_t *patch_of(const json_t *resp)
 {
-    const char *b64 = json_string_value(json_object_get(json_object_get(resp, "response"), "patch"));
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(resp, "response"), "patch"));
     if (!b64)
         return NULL;
     size_t n;

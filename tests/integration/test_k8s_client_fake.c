@@ -53,8 +53,8 @@ static struct k8s_client *new_client(const char *token, const char *token_file)
 {
     char server[64];
     snprintf(server, sizeof(server), "http://127.0.0.1:%d", fake_port);
-    struct k8s_config cfg = {.server = server, .token = (char *)token,
-                             .token_file = (char *)token_file};
+    struct k8s_config cfg = {
+        .server = server, .token = (char *)token, .token_file = (char *)token_file};
     struct k8s_client *c = NULL;
     struct k8s_error err;
     cr_assert_eq(k8s_client_new(&cfg, &c, &err), 0, "%s", err.message);
@@ -123,24 +123,27 @@ Test(k8s_client_fake, optimistic_concurrency_patches_and_status)
                  -K8S_ECONFLICT, "a stale resourceVersion is a conflict");
     cr_assert(strstr(err.message, "has been modified"), "%s", err.message);
     json_t *merge = json_pack("{s:{s:{s:s}}}", "metadata", "labels", "stage", "2");
-    cr_assert_eq(k8s_send_json(client, "PATCH", JOBSETS "/opt", K8S_PATCH_MERGE, merge, 5000,
-                               NULL, &err), 0, "%s", err.message);
-    json_t *bad = json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", "/metadata/name", "value",
-                            "other");
-    cr_assert_eq(k8s_send_json(client, "PATCH", JOBSETS "/opt", K8S_PATCH_JSON, bad, 5000, NULL,
-                               &err), -K8S_EINVALID);
-    json_t *status = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion",
-                               "jobset.x-k8s.io/v1alpha2", "kind", "JobSet", "metadata", "name",
-                               "opt", "resourceVersion",
-                               json_string_value(json_object_get(json_object_get(again, "metadata"),
-                                                                 "resourceVersion")),
-                               "status", "phase", "Running");
-    cr_assert_eq(k8s_send_json(client, "PUT", JOBSETS "/opt/status", NULL, status, 5000, NULL,
-                               &err), -K8S_ECONFLICT, "the merge patch moved the version on");
+    cr_assert_eq(
+        k8s_send_json(client, "PATCH", JOBSETS "/opt", K8S_PATCH_MERGE, merge, 5000, NULL, &err), 0,
+        "%s", err.message);
+    json_t *bad =
+        json_pack("[{s:s, s:s, s:s}]", "op", "test", "path", "/metadata/name", "value", "other");
+    cr_assert_eq(
+        k8s_send_json(client, "PATCH", JOBSETS "/opt", K8S_PATCH_JSON, bad, 5000, NULL, &err),
+        -K8S_EINVALID);
+    json_t *status = json_pack(
+        "{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "jobset.x-k8s.io/v1alpha2", "kind",
+        "JobSet", "metadata", "name", "opt", "resourceVersion",
+        json_string_value(json_object_get(json_object_get(again, "metadata"), "resourceVersion")),
+        "status", "phase", "Running");
+    cr_assert_eq(
+        k8s_send_json(client, "PUT", JOBSETS "/opt/status", NULL, status, 5000, NULL, &err),
+        -K8S_ECONFLICT, "the merge patch moved the version on");
     json_t *now = NULL;
     cr_assert_eq(k8s_get_json(client, JOBSETS "/opt", NULL, 5000, &now, &err), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(now,
-                                                       "metadata"), "labels"), "stage")), "2");
+    cr_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(now, "metadata"), "labels"), "stage")),
+                     "2");
     json_decref(now);
     json_decref(status);
     json_decref(bad);
@@ -205,7 +208,8 @@ Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
     struct k8s_watch *w = NULL;
     struct k8s_watch_spec spec = {.resource = "jobsets",
                                   .path = "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
-                                  .metadata_only = true, .backoff_initial_ms = 50,
+                                  .metadata_only = true,
+                                  .backoff_initial_ms = 50,
                                   .backoff_max_ms = 200};
     struct k8s_error err;
     for (int i = 0; i < 3; i++) {
@@ -226,8 +230,10 @@ Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
     js = jobset("after-drop");
     cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, NULL, &err), 0);
     cr_assert_eq(wait_size(s, 5), 0, "watched again after the drop");
-    cr_assert_eq(k8s_send_json(client, "DELETE", JOBSETS "/pre-0", NULL, json_object(), 5000,
-                               NULL, &err), 0, "%s", err.message);
+    json_t *opts = json_object();
+    cr_assert_eq(k8s_send_json(client, "DELETE", JOBSETS "/pre-0", NULL, opts, 5000, NULL, &err), 0,
+                 "%s", err.message);
+    json_decref(opts);
     cr_assert_eq(wait_size(s, 4), 0, "the watch deletes");
     json_t *meta = k8s_store_get(s, "ml", "live");
     cr_assert_not_null(meta);

@@ -50,8 +50,7 @@ Test(k8s_config, errors_name_the_file_and_the_problem)
     struct k8s_error err;
     char *exec = ts_fixture_path("kubeconfig/exec.yaml");
     cr_assert_lt(k8s_config_from_kubeconfig(exec, NULL, &c, &err), 0);
-    cr_assert(strstr(err.message, "exec.yaml") && strstr(err.message, "exec"), "%s",
-              err.message);
+    cr_assert(strstr(err.message, "exec.yaml") && strstr(err.message, "exec"), "%s", err.message);
     char *missing = ts_fixture_path("kubeconfig/missing-context.yaml");
     cr_assert_lt(k8s_config_from_kubeconfig(missing, NULL, &c, &err), 0);
     cr_assert(strstr(err.message, "context \"nowhere\" not found"), "%s", err.message);

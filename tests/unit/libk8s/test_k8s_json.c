@@ -35,8 +35,9 @@ Test(k8s_json, upstream_fixtures_byte_identical)
 Test(k8s_json, escapes_and_scalars)
 {
     json_t *v = json_pack("[s,s,s,i,I,f,f,f,f,f,b,b,n,{}, []]", "a\"b\\c/d\b\f\n\r\t\x01\x1f\x7f",
-                          "\xc3\xa9\xe2\x98\x83 \xf0\x9f\x98\x80", "", 0, (json_int_t)-9223372036854775807LL,
-                          1.0, 0.1, 1e20, -2.5e-7, 123456789012345678.0, 1, 0);
+                          "\xc3\xa9\xe2\x98\x83 \xf0\x9f\x98\x80", "", 0,
+                          (json_int_t)-9223372036854775807LL, 1.0, 0.1, 1e20, -2.5e-7,
+                          123456789012345678.0, 1, 0);
     same_as_jansson(v);
     json_decref(v);
 }

@@ -8,11 +8,13 @@
 #include "k8s_jsonload.h"
 #include "test_support.h"
 
-static const char *const fixtures[] = {
-    "upstream/kubernetes-api/core.v1.Pod.json", "upstream/kubernetes-api/batch.v1.Job.json",
-    "upstream/kubernetes-api/core.v1.Namespace.json", "upstream/json-patch-tests/tests.json",
-    "upstream/json-patch-tests/spec_tests.json", "admission/bench-jobset-5k.json",
-    "admission/bench-jobset-64k.json"};
+static const char *const fixtures[] = {"upstream/kubernetes-api/core.v1.Pod.json",
+                                       "upstream/kubernetes-api/batch.v1.Job.json",
+                                       "upstream/kubernetes-api/core.v1.Namespace.json",
+                                       "upstream/json-patch-tests/tests.json",
+                                       "upstream/json-patch-tests/spec_tests.json",
+                                       "admission/bench-jobset-5k.json",
+                                       "admission/bench-jobset-64k.json"};
 
 /* Same verdict and same value as jansson. */
 static void differential(const char *buf, size_t len)
@@ -64,14 +66,41 @@ Test(k8s_jsonload, mutated_documents_same_verdict_as_jansson)
 
 Test(k8s_jsonload, edge_cases_same_verdict_as_jansson)
 {
-    const char *cases[] = {"{}", "[]", " [ 1 , -0 , 0.5e-3 , 1E+2 , true , false , null ] ",
-                           "[01]", "[1.]", "[.5]", "[-]", "[1e]", "[\"\\u0000\"]",
-                           "[\"\\uD83D\\uDE00\"]", "[\"\\uD83D\"]", "[\"\\uDE00\"]",
-                           "[\"\\x\"]", "[\"a\tb\"]", "{\"a\" 1}", "{\"a\":1,}", "[1,]",
-                           "[1 2]", "{1:2}", "\"top\"", "1", "", "   ", "[9223372036854775807]",
-                           "[9223372036854775808]", "[1e400]", "[1e-400]", "[tru]", "[nulll]",
-                           "{\"a\":1}x", "{\"a\":{\"b\":[{}]}}", "[\"\xc0\xaf\"]",
-                           "[\"\xed\xa0\x80\"]", "[\"\xf4\x90\x80\x80\"]", "[\"\xe2\x82\"]",
+    const char *cases[] = {"{}",
+                           "[]",
+                           " [ 1 , -0 , 0.5e-3 , 1E+2 , true , false , null ] ",
+                           "[01]",
+                           "[1.]",
+                           "[.5]",
+                           "[-]",
+                           "[1e]",
+                           "[\"\\u0000\"]",
+                           "[\"\\uD83D\\uDE00\"]",
+                           "[\"\\uD83D\"]",
+                           "[\"\\uDE00\"]",
+                           "[\"\\x\"]",
+                           "[\"a\tb\"]",
+                           "{\"a\" 1}",
+                           "{\"a\":1,}",
+                           "[1,]",
+                           "[1 2]",
+                           "{1:2}",
+                           "\"top\"",
+                           "1",
+                           "",
+                           "   ",
+                           "[9223372036854775807]",
+                           "[9223372036854775808]",
+                           "[1e400]",
+                           "[1e-400]",
+                           "[tru]",
+                           "[nulll]",
+                           "{\"a\":1}x",
+                           "{\"a\":{\"b\":[{}]}}",
+                           "[\"\xc0\xaf\"]",
+                           "[\"\xed\xa0\x80\"]",
+                           "[\"\xf4\x90\x80\x80\"]",
+                           "[\"\xe2\x82\"]",
                            "{\"dup\":1,\"dup\":2}"};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         differential(cases[i], strlen(cases[i]));
@@ -100,8 +129,8 @@ Test(k8s_jsonload, filter_keeps_only_named_members)
     json_t *v = NULL;
     struct k8s_error err;
     cr_assert_eq(k8s_json_load_filtered(doc, strlen(doc), top, &v, &err), 0, "%s", err.message);
-    json_t *want = json_loads("{\"keep\":{\"a\":[1]},\"items\":[{\"name\":\"n1\"},{\"name\":\"n2\"},3]}",
-                              0, NULL);
+    json_t *want = json_loads(
+        "{\"keep\":{\"a\":[1]},\"items\":[{\"name\":\"n1\"},{\"name\":\"n2\"},3]}", 0, NULL);
     cr_assert(json_equal(v, want));
     json_decref(v);
     json_decref(want);

@@ -91,8 +91,8 @@ Test(k8s_jsonpatch, pointer_round_trip_through_get)
 Test(k8s_jsonpatch, failed_patch_leaves_input_untouched)
 {
     json_t *doc = json_pack("{s:[i]}", "a", 1);
-    json_t *patch = json_pack("[{s:s,s:s,s:i},{s:s,s:s}]", "op", "add", "path", "/a/-", "value",
-                              2, "op", "remove", "path", "/nope");
+    json_t *patch = json_pack("[{s:s,s:s,s:i},{s:s,s:s}]", "op", "add", "path", "/a/-", "value", 2,
+                              "op", "remove", "path", "/nope");
     json_t *out = (json_t *)0x1;
     struct k8s_error err;
     cr_assert_lt(k8s_jsonpatch_apply(doc, patch, &out, &err), 0);
@@ -106,8 +106,8 @@ Test(k8s_jsonpatch, failed_patch_leaves_input_untouched)
 Test(k8s_jsonpatch, add_requires_parent)
 {
     json_t *doc = json_object();
-    json_t *patch = json_pack("[{s:s,s:s,s:s}]", "op", "add", "path", "/metadata/labels",
-                              "value", "x");
+    json_t *patch =
+        json_pack("[{s:s,s:s,s:s}]", "op", "add", "path", "/metadata/labels", "value", "x");
     json_t *out = NULL;
     struct k8s_error err;
     cr_assert_lt(k8s_jsonpatch_apply(doc, patch, &out, &err), 0);

@@ -130,9 +130,9 @@ Test(k8s_store, put_get_replace_remove)
     k8s_store_put_new(s, a2);
     cr_assert_eq(k8s_store_get(s, "ns", "a"), a2, "replaced");
     json_decref(a2);
-    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(got, "metadata"),
-                                                       "resourceVersion")),
-                     "1", "a reader's reference survives the replacement");
+    cr_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(got, "metadata"), "resourceVersion")),
+        "1", "a reader's reference survives the replacement");
     json_t *cluster = json_pack("{s:{s:s}}", "metadata", "name", "ml");
     json_t *kept = k8s_store_put_if_absent_new(s, json_incref(cluster));
     cr_assert_eq(kept, cluster);
