@@ -6,6 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "plain_run() finds the first byte to escape in a word as its lowest bits"
+#endif
+
 /* 1 for bytes that must be escaped in a JSON string (jansson's set). */
 static const unsigned char needs_escape[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,         1,
@@ -34,13 +41,43 @@ static int escape_byte(unsigned char c, struct k8s_buf *out)
     }
 }
 
-/* Does any byte of the word need escaping (a quote, a backslash, a control
- * character)? Eight bytes per test on the common path. */
-static bool word_needs_escape(uint64_t x)
+/* The high bit of each byte of x that needs escaping (a quote, a
+ * backslash, a control character); the lowest set bit is exact. */
+static uint64_t word_needs_escape(uint64_t x)
 {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
     return (((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs;
+}
+
+/* The first byte in [p, end) that needs escaping, or end: 16 bytes per
+ * test with SSE2, 8 with the word test, then one by one. */
+static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  ctl = _mm_set1_epi8(0x1F);
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i esc =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                         _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl)); /* x <= 0x1F */
+        unsigned mask = (unsigned)_mm_movemask_epi8(esc);
+        if (mask)
+            return p + __builtin_ctz(mask);
+        p += 16;
+    }
+#endif
+    uint64_t w, m;
+    while (end - p >= 8) {
+        memcpy(&w, p, 8);
+        if ((m = word_needs_escape(w)))
+            return p + (__builtin_ctzll(m) >> 3); /* little-endian: lowest = first */
+        p += 8;
+    }
+    while (p < end && !needs_escape[*p])
+        p++;
+    return p;
 }
 
 int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out)
@@ -49,11 +86,7 @@ int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out)
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (r == 0 && p < end) {
         const unsigned char *run = p;
-        uint64_t w;
-        while (end - p >= 8 && (memcpy(&w, p, 8), !word_needs_escape(w)))
-            p += 8;
-        while (p < end && !needs_escape[*p])
-            p++;
+        p = plain_run(p, end);
         if (p > run)
             r = k8s_buf_append(out, run, (size_t)(p - run));
         if (r == 0 && p < end)

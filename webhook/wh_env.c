@@ -129,6 +129,7 @@ json_t *wh_envset_json(const struct wh_envset *set)
 
 struct entry {
     const char *name;  /* NULL for entries without a string name */
+    size_t len;        /* strlen(name); 0 without a name */
     const char *value; /* literal value, NULL when absent */
     bool value_from;   /* the value comes from valueFrom */
     bool has_ref;      /* value contains "$(": worth scanning */
@@ -142,13 +143,16 @@ struct plan {
     /* names our variable j references, parsed once */
     const char *ref_name[WH_ENV_MAX][WH_REFS_MAX];
     size_t ref_len[WH_ENV_MAX][WH_REFS_MAX], n_refs[WH_ENV_MAX];
-    char *merged; /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
+    size_t our_len[WH_ENV_MAX]; /* strlen of our names */
+    char *merged;               /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
 };
 
-static bool user_has(const struct plan *p, const char *name)
+/* Names are compared length first: a container can have hundreds of
+ * variables, and most differ in length from the one looked for. */
+static bool user_has(const struct plan *p, const char *name, size_t len)
 {
     for (size_t i = 0; i < p->n_user; i++)
-        if (p->user[i].name && !strcmp(p->user[i].name, name))
+        if (p->user[i].len == len && !memcmp(p->user[i].name, name, len))
             return true;
     return false;
 }
@@ -165,10 +169,10 @@ static bool user_refs(const struct entry *e, const char *name)
 }
 
 /* Does our variable j reference name? */
-static bool our_refs(const struct plan *p, size_t j, const char *name)
+static bool our_refs(const struct plan *p, size_t j, const char *name, size_t len)
 {
     for (size_t k = 0; name && k < p->n_refs[j]; k++)
-        if (!strncmp(p->ref_name[j][k], name, p->ref_len[j][k]) && !name[p->ref_len[j][k]])
+        if (p->ref_len[j][k] == len && !memcmp(p->ref_name[j][k], name, len))
             return true;
     return false;
 }
@@ -200,24 +204,31 @@ static bool place(struct plan *p)
 {
     const struct wh_envset *s = p->set;
     size_t earliest[WH_ENV_MAX] = {0};
-    for (size_t j = 0; j < s->n; j++)
-        parse_refs(p, j);
     for (size_t j = 0; j < s->n; j++) {
-        p->slot[j] = user_has(p, s->v[j].name) ? SIZE_MAX : p->n_user;
-        for (size_t i = 0; p->slot[j] != SIZE_MAX && i < p->n_user; i++) {
-            if (our_refs(p, j, p->user[i].name))
+        parse_refs(p, j);
+        p->our_len[j] = strlen(s->v[j].name);
+    }
+    bool user_refs_any = false;
+    for (size_t i = 0; i < p->n_user; i++)
+        user_refs_any |= p->user[i].has_ref;
+    for (size_t j = 0; j < s->n; j++) {
+        p->slot[j] = user_has(p, s->v[j].name, p->our_len[j]) ? SIZE_MAX : p->n_user;
+        bool scan = p->slot[j] != SIZE_MAX && (p->n_refs[j] || user_refs_any);
+        for (size_t i = 0; scan && i < p->n_user; i++) {
+            if (p->n_refs[j] && our_refs(p, j, p->user[i].name, p->user[i].len))
                 earliest[j] = i + 1;
             if (i < p->slot[j] && user_refs(&p->user[i], s->v[j].name))
                 p->slot[j] = i;
         }
         for (size_t k = 0; k < j; k++)
-            if (p->slot[k] != SIZE_MAX && our_refs(p, j, s->v[k].name) && earliest[k] > earliest[j])
+            if (p->slot[k] != SIZE_MAX && our_refs(p, j, s->v[k].name, p->our_len[k]) &&
+                earliest[k] > earliest[j])
                 earliest[j] = earliest[k];
     }
     for (size_t j = s->n; j-- > 0;) /* a dependency goes no later than its dependent */
         for (size_t k = 0; k < j; k++)
             if (p->slot[j] != SIZE_MAX && p->slot[k] != SIZE_MAX && p->slot[j] < p->slot[k] &&
-                our_refs(p, j, s->v[k].name))
+                our_refs(p, j, s->v[k].name, p->our_len[k]))
                 p->slot[k] = p->slot[j];
     bool ok = true;
     for (size_t j = 0; j < s->n; j++)
@@ -340,7 +351,9 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
     size_t attrs_idx = SIZE_MAX;
     for (size_t i = 0; i < p.n_user; i++) {
         const json_t *e = json_array_get(env, i);
-        p.user[i].name = json_string_value(json_object_get(e, "name"));
+        const json_t *name = json_object_get(e, "name");
+        p.user[i].name = json_string_value(name);
+        p.user[i].len = p.user[i].name ? json_string_length(name) : 0;
         p.user[i].value = json_string_value(json_object_get(e, "value"));
         p.user[i].value_from = json_object_get(e, "valueFrom") != NULL;
         p.user[i].has_ref = has_ref(p.user[i].value);
