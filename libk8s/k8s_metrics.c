@@ -4,10 +4,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdlib.h>
 #include <string.h>
 
-enum kind { COUNTER, GAUGE, GAUGE_FN, HISTOGRAM };
+enum kind { COUNTER, GAUGE, GAUGE_FN, HISTOGRAM, FAMILY, COUNTER_FN };
 
 struct k8s_metric {
     enum kind kind;
@@ -19,6 +18,7 @@ struct k8s_metric {
     uint64_t *buckets; /* per bucket, not cumulative (atomic) */
     size_t nb;
     k8s_gauge_fn fn;
+    k8s_family_fn family;
     void *ud;
     struct k8s_metric *next;
 };
@@ -129,6 +129,17 @@ struct k8s_metric *k8s_metrics_gauge_fn(struct k8s_metrics *m, const char *name,
     return x;
 }
 
+struct k8s_metric *k8s_metrics_counter_fn(struct k8s_metrics *m, const char *name, const char *help,
+                                          const char *labels, k8s_gauge_fn fn, void *ud)
+{
+    struct k8s_metric *x = reg(m, COUNTER_FN, name, help, labels);
+    if (x) {
+        x->fn = fn;
+        x->ud = ud;
+    }
+    return x;
+}
+
 struct k8s_metric *k8s_metrics_histogram(struct k8s_metrics *m, const char *name, const char *help,
                                          const char *labels, const double *bounds, size_t n)
 {
@@ -230,9 +241,38 @@ static int render_histogram(struct k8s_buf *o, const struct k8s_metric *h)
     return r;
 }
 
+struct k8s_metric *k8s_metrics_gauge_family(struct k8s_metrics *m, const char *name,
+                                            const char *help, k8s_family_fn fn, void *ud)
+{
+    struct k8s_metric *x = reg(m, FAMILY, name, help, NULL);
+    if (x) {
+        x->family = fn;
+        x->ud = ud;
+    }
+    return x;
+}
+
+void k8s_metrics_label_escape(const char *v, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (; *v && o + 2 < cap; v++) {
+        if (*v == '\\' || *v == '"' || *v == '\n')
+            out[o++] = '\\';
+        out[o++] = *v == '\n' ? 'n' : *v;
+    }
+    out[o < cap ? o : cap - 1] = '\0';
+}
+
+int k8s_metrics_family_value(struct k8s_buf *out, const char *name, const char *labels, double v)
+{
+    return render_value(out, name, "", labels, NULL, v);
+}
+
 static int render_one(struct k8s_buf *o, const struct k8s_metric *x)
 {
     switch (x->kind) {
+    case FAMILY:
+        return x->family(x->ud, x->name, o);
     case COUNTER:
         return render_value(o, x->name, "", x->labels, NULL,
                             (double)__atomic_load_n(&x->count, __ATOMIC_RELAXED));
@@ -240,6 +280,7 @@ static int render_one(struct k8s_buf *o, const struct k8s_metric *x)
         return render_value(o, x->name, "", x->labels, NULL,
                             bitsd(__atomic_load_n(&x->bits, __ATOMIC_RELAXED)));
     case GAUGE_FN:
+    case COUNTER_FN:
         return render_value(o, x->name, "", x->labels, NULL, x->fn(x->ud));
     case HISTOGRAM:
         return x->buckets ? render_histogram(o, x) : 0;
@@ -249,7 +290,8 @@ static int render_one(struct k8s_buf *o, const struct k8s_metric *x)
 
 int k8s_metrics_render(struct k8s_metrics *m, struct k8s_buf *out)
 {
-    static const char *const types[] = {"counter", "gauge", "gauge", "histogram"};
+    static const char *const types[] = {"counter",   "gauge", "gauge",
+                                        "histogram", "gauge", "counter"};
     const char *prev = NULL;
     int r = 0;
     for (struct k8s_metric *x = m->head; x && r == 0; x = x->next) {

@@ -37,9 +37,26 @@ struct k8s_metric *k8s_metrics_gauge(struct k8s_metrics *m, const char *name, co
                                      const char *labels);
 struct k8s_metric *k8s_metrics_gauge_fn(struct k8s_metrics *m, const char *name, const char *help,
                                         const char *labels, k8s_gauge_fn fn, void *ud);
+struct k8s_metric *k8s_metrics_counter_fn(struct k8s_metrics *m, const char *name, const char *help,
+                                          const char *labels, k8s_gauge_fn fn, void *ud);
 /* bounds: ascending upper bounds in seconds (copied); +Inf is implicit. */
 struct k8s_metric *k8s_metrics_histogram(struct k8s_metrics *m, const char *name, const char *help,
                                          const char *labels, const double *bounds, size_t n);
+
+/* A gauge family whose series are only known at scrape time (e.g. one per
+ * workload): fn appends them with k8s_metrics_family_value, under the
+ * caller's own locking; it runs during k8s_metrics_render. */
+typedef int (*k8s_family_fn)(void *ud, const char *name, struct k8s_buf *out);
+struct k8s_metric *k8s_metrics_gauge_family(struct k8s_metrics *m, const char *name,
+                                            const char *help, k8s_family_fn fn, void *ud);
+/* One series of a family: `name{labels} v`; labels already escaped
+ * (k8s_metrics_label_escape), may be NULL. */
+int k8s_metrics_family_value(struct k8s_buf *out, const char *name, const char *labels,
+                             double v) K8S_MUST_CHECK;
+
+/* Escape a label value (backslash, quote, newline) into out (cut to fit,
+ * NUL-terminated). */
+void k8s_metrics_label_escape(const char *v, char *out, size_t cap);
 
 void k8s_metric_add(struct k8s_metric *c, uint64_t n);        /* counters; NULL-safe */
 void k8s_metric_set(struct k8s_metric *g, double v);          /* gauges; NULL-safe */

@@ -28,6 +28,53 @@ void k8s_time_rfc3339(time_t t, char out[static 21])
     strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+void k8s_time_rfc3339_micro(int64_t unix_ns, char out[static 28])
+{
+    time_t t = (time_t)(unix_ns / K8S_NSEC_PER_SEC);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, 20, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + 19, 9, ".%06dZ", (int)(unix_ns % K8S_NSEC_PER_SEC / 1000));
+}
+
+/* Go's time.Duration.String for whole seconds and up, e.g. "1h0m0s",
+ * "65m0s" → "1h5m0s", "1.5s"; below a second "300ms", "0s". */
+void k8s_duration_format(int64_t ns, char out[static 32])
+{
+    const char *sign = ns < 0 ? "-" : "";
+    uint64_t u = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    if (u == 0) {
+        snprintf(out, 32, "0s");
+        return;
+    }
+    if (u < (uint64_t)K8S_NSEC_PER_SEC) {
+        if (u % 1000000 == 0)
+            snprintf(out, 32, "%s%llums", sign, (unsigned long long)(u / 1000000));
+        else if (u % 1000 == 0)
+            snprintf(out, 32, "%s%lluµs", sign, (unsigned long long)(u / 1000));
+        else
+            snprintf(out, 32, "%s%lluns", sign, (unsigned long long)u);
+        return;
+    }
+    uint64_t h = u / (3600 * (uint64_t)K8S_NSEC_PER_SEC);
+    uint64_t m = u / (60 * (uint64_t)K8S_NSEC_PER_SEC) % 60;
+    uint64_t s = u / K8S_NSEC_PER_SEC % 60, frac = u % K8S_NSEC_PER_SEC;
+    char secs[24];
+    int n = snprintf(secs, sizeof(secs), "%llu", (unsigned long long)s);
+    if (frac) {
+        n += snprintf(secs + n, sizeof(secs) - n, ".%09llu", (unsigned long long)frac);
+        while (secs[n - 1] == '0')
+            secs[--n] = '\0';
+    }
+    if (h)
+        snprintf(out, 32, "%s%lluh%llum%ss", sign, (unsigned long long)h, (unsigned long long)m,
+                 secs);
+    else if (m)
+        snprintf(out, 32, "%s%llum%ss", sign, (unsigned long long)m, secs);
+    else
+        snprintf(out, 32, "%s%ss", sign, secs);
+}
+
 static int digits(const char **p, int n, int *ret)
 {
     int v = 0;

@@ -22,6 +22,14 @@ int64_t k8s_real_ns(void);
 /* Format t as "YYYY-MM-DDTHH:MM:SSZ" (UTC) into out (>= 21 bytes). */
 void k8s_time_rfc3339(time_t t, char out[static 21]);
 
+/* Format unix_ns as a Kubernetes MicroTime, "YYYY-MM-DDTHH:MM:SS.uuuuuuZ"
+ * (UTC, exactly six fractional digits), into out (>= 28 bytes). */
+void k8s_time_rfc3339_micro(int64_t unix_ns, char out[static 28]);
+
+/* Format ns the way Go's time.Duration.String does ("1h5m0s", "1.5s",
+ * "300ms", "0s") into out (>= 32 bytes). */
+void k8s_duration_format(int64_t ns, char out[static 32]);
+
 /* Parse an RFC 3339 timestamp (offsets and fractions allowed) to UTC
  * seconds. -K8S_EPARSE when malformed; *ret untouched on failure. */
 int k8s_time_parse_rfc3339(const char *s, time_t *ret) K8S_MUST_CHECK;

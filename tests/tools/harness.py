@@ -155,3 +155,109 @@ class Webhook:
         if "patch" in resp:
             patch = json.loads(base64.b64decode(resp["patch"]))
         return doc, patch
+
+
+OPERATOR = os.path.join(BIN_DIR, "mldiagnostics-operator")
+
+
+class Operator:
+    """The connection operator process, pointed at a kubeconfig. Use as a
+    context manager; probes and metrics on free loopback ports."""
+
+    def __init__(self, kubeconfig, *args, env=None, wait_ready=True, name="operator"):
+        self.tmp = tempfile.mkdtemp(prefix="mld-op-")
+        self.health_port = free_port()
+        self.metrics_port = free_port()
+        self.args = [OPERATOR, "--kubeconfig", kubeconfig,
+                     "--health-probe-bind-address", "127.0.0.1:%d" % self.health_port,
+                     "--metrics-bind-address", "127.0.0.1:%d" % self.metrics_port, *args]
+        self.log_path = os.path.join(self.tmp, name + ".log")
+        self.env = {**os.environ, "POD_NAME": name, **(env or {})}
+        self.wait_ready = wait_ready
+        self.proc = None
+
+    def start(self):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        if self.wait_ready:
+            self.wait_for("/readyz")
+        return self
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        """Signal and wait; returns (exit status, seconds it took)."""
+        t0 = time.time()
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout * SLOW)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        took = time.time() - t0
+        if hasattr(self, "log") and not self.log.closed:
+            self.log.close()
+        self.check_sanitizers()
+        return (self.proc.returncode if self.proc else None), took
+
+    def check_sanitizers(self):
+        """An ASan/UBSan/LSan report in the log fails the test that ran it."""
+        text = self.logs() if os.path.exists(self.log_path) else ""
+        at = text.find("Sanitizer")
+        if at >= 0 or "runtime error:" in text:
+            raise AssertionError("sanitizer report from the operator:\n" + text[max(0, at - 200):
+                                                                               at + 4000])
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+        self.check_sanitizers()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def logs(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def log_lines(self):
+        out = []
+        for line in self.logs().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+    def get(self, path, port=None, timeout=5):
+        c = http.client.HTTPConnection("127.0.0.1", port or self.health_port, timeout=timeout)
+        try:
+            c.request("GET", path)
+            r = c.getresponse()
+            return r.status, r.read().decode()
+        finally:
+            c.close()
+
+    def metrics(self):
+        return self.get("/metrics", port=self.metrics_port)[1]
+
+    def wait_for(self, path, status=200, timeout=20):
+        deadline = time.time() + timeout * SLOW
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("operator exited: %s\n%s" % (self.proc.returncode, self.logs()))
+            try:
+                if self.get(path, timeout=1)[0] == status:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("operator: %s never answered %d:\n%s" % (path, status, self.logs()))

@@ -1,0 +1,79 @@
+/*
+ * op_capture — the MLDiagnosticsConnection reconciler (DESIGN §4.2, §4.4).
+ *
+ * Reads the resource from the cache and moves it along
+ *   (new) → Pending → Running → Succeeded | Failed
+ * writing every step through the status subresource. The status is the
+ * checkpoint: Running (with session id, attempt and hosts) is written
+ * before any RPC; a Running resource this process has no RPCs for (after
+ * a restart or a failover) is re-dispatched with the same session id while
+ * attempts remain, else Failed with its history. At most one capture per
+ * pod: a capture whose pods are busy waits in Pending. Deleting a resource
+ * cancels its RPCs.
+ *
+ * In memory per resource: the live batch, its pod claims, results not yet
+ * written, and the resourceVersion of our last write (a cache older than
+ * that is bypassed with a GET, so a stale Running is never mistaken for an
+ * interrupted capture).
+ *
+ * Thread-safety: op_capture_reconcile from any number of workers, never
+ * two with the same key at once (the work queue's guarantee); the relay
+ * calls back on its thread. Logs: one line per transition, here at the
+ * reconcile edge.
+ */
+#ifndef OP_CAPTURE_H
+#define OP_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "k8s_client.h"
+#include "k8s_metrics.h"
+#include "k8s_store.h"
+#include "op_config.h"
+#include "op_queue.h"
+#include "op_relay.h"
+#include "op_targets.h"
+
+typedef void (*op_stores_fn)(void *ud, struct op_stores *out);
+
+struct op_capture_deps {
+    struct k8s_client *client;
+    struct k8s_store *conns; /* MLDiagnosticsConnections */
+    op_stores_fn stores;     /* the pod and workload caches, as of now */
+    void *stores_ud;
+    struct op_relay *relay;
+    struct op_queue *queue; /* finished batches re-queue their key */
+    const struct op_config *cfg;
+    struct k8s_metrics *metrics; /* may be NULL */
+};
+
+struct op_capture;
+
+int op_capture_new(const struct op_capture_deps *deps, struct op_capture **ret) K8S_MUST_CHECK;
+/* NULL-safe; cancels live batches without writing status. */
+void op_capture_free(struct op_capture *c);
+
+enum op_result { OP_DONE, OP_REQUEUE_AFTER, OP_RETRY };
+
+/* Reconcile "namespace/name". OP_DONE: nothing more to do until an event;
+ * OP_REQUEUE_AFTER: look again after *ret_after_ns; OP_RETRY: failed
+ * (reterr says why), back off and retry. */
+enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64_t *ret_after_ns,
+                                    struct k8s_error *reterr);
+
+/* SIGTERM: dispatch nothing new; wait up to grace_ns for live captures
+ * that can end by then, cancel the others, and record each outcome (the
+ * cancelled ones as interrupted, still Running, for the next leader to
+ * resume). Call after the workers stopped. */
+void op_capture_shutdown(struct op_capture *c, int64_t grace_ns);
+
+/* Lost leadership: cancel every live batch, write nothing. */
+void op_capture_abandon(struct op_capture *c);
+
+size_t op_capture_live(struct op_capture *c);
+
+/* Session id for a start time: "YYYY_MM_DD_HH_MM_SS" (UTC). */
+void op_session_id(time_t start, char out[static 20]);
+
+#endif

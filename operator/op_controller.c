@@ -1,0 +1,393 @@
+#include "op_controller.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_log.h"
+#include "k8s_store.h"
+#include "k8s_time.h"
+#include "k8s_watch.h"
+#include "op_audit.h"
+#include "op_capture.h"
+#include "op_queue.h"
+#include "op_relay.h"
+#include "op_status.h"
+
+#define MAX_WORKERS 64
+
+enum src_kind { SRC_CONNS, SRC_PODS, SRC_JOBSETS, SRC_RAYJOBS, SRC_LWS, N_SRC };
+
+/* ---------- what each cache keeps ---------- */
+
+static const struct k8s_json_filter opt_label[] = {{"managed-mldiagnostics-gke", NULL}, {NULL}};
+static const struct k8s_json_filter pod_labels[] = {{"jobset.sigs.k8s.io/jobset-name", NULL},
+                                                    {"leaderworkerset.sigs.k8s.io/name", NULL},
+                                                    {"ray.io/cluster", NULL},
+                                                    {"managed-mldiagnostics-gke", NULL},
+                                                    {NULL}};
+static const struct k8s_json_filter pod_annotations[] = {
+    {"diagon.gke.io/injection", NULL}, {"managed-mldiagnostics-gke", NULL}, {NULL}};
+static const struct k8s_json_filter pod_meta[] = {
+    {"name", NULL},   {"namespace", NULL},        {"uid", NULL},
+    {"resourceVersion", NULL}, {"deletionTimestamp", NULL}, {"labels", pod_labels},
+    {"annotations", pod_annotations}, {NULL}};
+static const struct k8s_json_filter pod_spec[] = {{"hostname", NULL}, {NULL}};
+static const struct k8s_json_filter pod_status[] = {{"phase", NULL}, {"podIP", NULL}, {NULL}};
+static const struct k8s_json_filter pod_keep[] = {
+    {"metadata", pod_meta}, {"spec", pod_spec}, {"status", pod_status}, {NULL}};
+static const struct k8s_json_filter wl_meta[] = {{"name", NULL},
+                                                 {"namespace", NULL},
+                                                 {"uid", NULL},
+                                                 {"resourceVersion", NULL},
+                                                 {"labels", opt_label},
+                                                 {NULL}};
+static const struct k8s_json_filter wl_keep[] = {{"metadata", wl_meta}, {NULL}};
+static const struct k8s_json_filter rayjob_status[] = {{"rayClusterName", NULL}, {NULL}};
+static const struct k8s_json_filter rayjob_keep[] = {
+    {"metadata", wl_meta}, {"status", rayjob_status}, {NULL}};
+
+static const struct {
+    const char *resource, *prefix, *plural;
+    bool metadata_only;
+    const struct k8s_json_filter *filter;
+} sources[N_SRC] = {
+    [SRC_CONNS] = {"mldiagnosticsconnections.diagon.gke.io", "/apis/" OP_GROUP_VERSION, OP_PLURAL,
+                   false, NULL},
+    [SRC_PODS] = {"pods", "/api/v1", "pods", false, pod_keep},
+    [SRC_JOBSETS] = {"jobsets.jobset.x-k8s.io", "/apis/jobset.x-k8s.io/v1alpha2", "jobsets", true,
+                     wl_keep},
+    [SRC_RAYJOBS] = {"rayjobs.ray.io", "/apis/ray.io/v1", "rayjobs", false, rayjob_keep},
+    [SRC_LWS] = {"leaderworkersets.leaderworkerset.x-k8s.io", "/apis/leaderworkerset.x-k8s.io/v1",
+                 "leaderworkersets", true, wl_keep},
+};
+
+struct source {
+    struct op_controller *ctl;
+    enum src_kind kind;
+    char path[512];
+    struct k8s_store *store;
+    struct k8s_watch *watch;
+};
+
+struct op_controller {
+    const struct op_config *cfg;
+    struct k8s_client *client;
+    struct k8s_metrics *metrics;
+    struct source src[N_SRC];
+    struct op_queue *queue;
+    struct op_relay *relay;
+    struct op_capture *capture;
+    struct op_audit *audit;
+    pthread_t workers[MAX_WORKERS];
+    int nworkers;
+    bool leading;
+    pthread_t audit_thread;
+    bool audit_started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stop;
+};
+
+/* ---------- caches → queue ---------- */
+
+static void stores_now(void *ud, struct op_stores *out)
+{
+    struct op_controller *c = ud;
+    *out = (struct op_stores){
+        .pods = c->src[SRC_PODS].store,
+        .jobsets = c->src[SRC_JOBSETS].store,
+        .rayjobs = c->src[SRC_RAYJOBS].store,
+        .lws = c->src[SRC_LWS].store,
+        .jobsets_absent = k8s_watch_absent(c->src[SRC_JOBSETS].watch),
+        .rayjobs_absent = k8s_watch_absent(c->src[SRC_RAYJOBS].watch),
+        .lws_absent = k8s_watch_absent(c->src[SRC_LWS].watch),
+    };
+}
+
+struct enqueue_scan {
+    struct op_queue *q;
+    const char *ns; /* NULL: every namespace */
+};
+
+static void enqueue_unfinished(void *ud, const char *key, const json_t *obj)
+{
+    struct enqueue_scan *s = ud;
+    const char *phase = op_str2(obj, "status", "phase");
+    if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")))
+        return;
+    const char *pns = op_str2(json_object_get(obj, "spec"), "triggerCapture", "podNamespace");
+    const char *own = op_str2(obj, "metadata", "namespace");
+    const char *target = pns && *pns ? pns : own;
+    if (!s->ns || (target && !strcmp(target, s->ns)))
+        op_queue_add(s->q, key);
+}
+
+static void on_changed(void *ud, enum k8s_watch_event_type ev, const json_t *obj)
+{
+    (void)ev;
+    struct source *src = ud;
+    struct op_controller *c = src->ctl;
+    if (src->kind == SRC_CONNS) {
+        char key[600];
+        if (k8s_store_key(obj, key, sizeof(key)))
+            op_queue_add(c->queue, key);
+        return;
+    }
+    struct enqueue_scan s = {c->queue, op_str2(obj, "metadata", "namespace")};
+    if (s.ns)
+        k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
+}
+
+static void on_listed(void *ud)
+{
+    struct source *src = ud;
+    struct enqueue_scan s = {src->ctl->queue, NULL};
+    k8s_store_each(src->ctl->src[SRC_CONNS].store, enqueue_unfinished, &s);
+}
+
+static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *err)
+{
+    struct source *src = ud;
+    const char *res = sources[src->kind].resource;
+    switch (st) {
+    case K8S_WATCH_SYNCED:
+        k8s_log_json(K8S_LOG_INFO, "cache synced",
+                     json_pack("{s:s, s:I}", "resource", res,
+                               "objects", (json_int_t)k8s_store_size(src->store)));
+        break;
+    case K8S_WATCH_ABSENT:
+        k8s_log_json(K8S_LOG_WARN, "resource not served (CRD not installed?); retrying later",
+                     json_pack("{s:s}", "resource", res));
+        break;
+    case K8S_WATCH_FAILED:
+        k8s_log_json(K8S_LOG_WARN, "watch failed; retrying",
+                     json_pack("{s:s, s:s}", "resource", res, "error",
+                               err ? err->message : ""));
+        break;
+    case K8S_WATCH_RELISTING:
+        k8s_log_json(K8S_LOG_INFO, "resourceVersion expired; listing again",
+                     json_pack("{s:s}", "resource", res));
+        break;
+    }
+}
+
+/* ---------- workers ---------- */
+
+static void *worker(void *arg)
+{
+    struct op_controller *c = arg;
+    char *key;
+    while ((key = op_queue_get(c->queue))) {
+        int64_t after = 0;
+        struct k8s_error err = {0};
+        enum op_result r = op_capture_reconcile(c->capture, key, &after, &err);
+        if (r == OP_RETRY) {
+            k8s_log_json(K8S_LOG_WARN, "reconcile failed; retrying",
+                         json_pack("{s:s, s:s, s:i}", "resource", key, "error", err.message,
+                                   "failures", op_queue_failures(c->queue, key)));
+            op_queue_add_rate_limited(c->queue, key);
+        } else {
+            op_queue_forget(c->queue, key);
+            if (r == OP_REQUEUE_AFTER)
+                op_queue_add_after(c->queue, key, after);
+        }
+        op_queue_done(c->queue, key);
+        free(key);
+    }
+    return NULL;
+}
+
+static void *auditor(void *arg)
+{
+    struct op_controller *c = arg;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stop) {
+        bool lead = c->leading;
+        pthread_mutex_unlock(&c->lock);
+        if (op_controller_synced(c, NULL, 0))
+            op_audit_scan(c->audit, lead);
+        int64_t until = k8s_mono_ns() + c->cfg->audit_interval_ns;
+        struct timespec ts = {until / K8S_NSEC_PER_SEC, until % K8S_NSEC_PER_SEC};
+        pthread_mutex_lock(&c->lock);
+        if (!c->stop)
+            pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+/* ---------- metrics ---------- */
+
+static double depth(void *ud)
+{
+    return (double)op_queue_len(ud);
+}
+
+static double restarts(void *ud)
+{
+    return (double)k8s_watch_restarts(((struct source *)ud)->watch);
+}
+
+static double objects(void *ud)
+{
+    return (double)k8s_store_size(((struct source *)ud)->store);
+}
+
+static void register_metrics(struct op_controller *c)
+{
+    struct k8s_metrics *m = c->metrics;
+    if (!m)
+        return;
+    k8s_metrics_gauge_fn(m, "mldiagnostics_operator_workqueue_depth",
+                         "Resource keys waiting for a worker.", NULL, depth, c->queue);
+    for (int i = 0; i < N_SRC; i++) {
+        char labels[128];
+        snprintf(labels, sizeof(labels), "resource=\"%s\"", sources[i].resource);
+        k8s_metrics_counter_fn(m, "mldiagnostics_operator_watch_restarts_total",
+                               "Watches (re)started per resource.", labels, restarts, &c->src[i]);
+        k8s_metrics_gauge_fn(m, "mldiagnostics_operator_cache_objects",
+                             "Objects in each cache.", labels, objects, &c->src[i]);
+    }
+}
+
+/* ---------- lifecycle ---------- */
+
+static int start_source(struct op_controller *c, enum src_kind k, struct k8s_error *err)
+{
+    struct source *s = &c->src[k];
+    s->ctl = c;
+    s->kind = k;
+    const char *ns = c->cfg->namespace;
+    if (*ns)
+        snprintf(s->path, sizeof(s->path), "%s/namespaces/%s/%s", sources[k].prefix, ns,
+                 sources[k].plural);
+    else
+        snprintf(s->path, sizeof(s->path), "%s/%s", sources[k].prefix, sources[k].plural);
+    if (!(s->store = k8s_store_new()))
+        return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
+    struct k8s_watch_spec spec = {.resource = sources[k].resource,
+                                  .path = s->path,
+                                  .metadata_only = sources[k].metadata_only,
+                                  .filter = sources[k].filter};
+    struct k8s_watch_hooks hooks = {on_state, on_changed, on_listed, s};
+    int r = k8s_watch_start(c->client, &spec, s->store, &hooks, &s->watch);
+    return r < 0 ? k8s_error_set(err, r, "cannot watch %s", sources[k].resource) : 0;
+}
+
+int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
+                        struct k8s_metrics *metrics, struct op_controller **ret,
+                        struct k8s_error *reterr)
+{
+    struct op_controller *c = calloc(1, sizeof(*c));
+    if (!c)
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    c->cfg = cfg;
+    c->client = client;
+    c->metrics = metrics;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    int r = (c->queue = op_queue_new(NULL)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    r = r ? r : op_relay_new(&c->relay, reterr);
+    for (int k = 0; r == 0 && k < N_SRC; k++)
+        r = start_source(c, (enum src_kind)k, reterr);
+    if (r == 0) {
+        struct op_capture_deps d = {client, c->src[SRC_CONNS].store, stores_now, c, c->relay,
+                                    c->queue, cfg, metrics};
+        r = op_capture_new(&d, &c->capture);
+    }
+    if (r == 0 && !(c->audit = op_audit_new(client, stores_now, c, metrics, cfg->identity)))
+        r = k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    if (r == 0 && pthread_create(&c->audit_thread, NULL, auditor, c) != 0)
+        r = k8s_error_set(reterr, -K8S_EIO, "cannot start the audit thread");
+    c->audit_started = r == 0;
+    if (r < 0) {
+        op_controller_free(c);
+        return r;
+    }
+    register_metrics(c);
+    *ret = c;
+    return 0;
+}
+
+bool op_controller_synced(void *ctl, char *why, size_t cap)
+{
+    struct op_controller *c = ctl;
+    for (int k = 0; k < N_SRC; k++)
+        if (!k8s_watch_synced(c->src[k].watch)) {
+            if (why)
+                snprintf(why, cap, "waiting for the %s cache", sources[k].resource);
+            return false;
+        }
+    return true;
+}
+
+void op_controller_lead(struct op_controller *c)
+{
+    if (c->nworkers || !op_controller_synced(c, NULL, 0))
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->leading = true;
+    pthread_cond_broadcast(&c->cond); /* audit now with events */
+    pthread_mutex_unlock(&c->lock);
+    struct enqueue_scan s = {c->queue, NULL};
+    k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
+    int n = (int)c->cfg->workers < MAX_WORKERS ? (int)c->cfg->workers : MAX_WORKERS;
+    for (int i = 0; i < n; i++)
+        if (pthread_create(&c->workers[c->nworkers], NULL, worker, c) == 0)
+            c->nworkers++;
+    k8s_log_json(K8S_LOG_INFO, "reconciling", json_pack("{s:i}", "workers", c->nworkers));
+}
+
+static void stop_workers(struct op_controller *c)
+{
+    op_queue_shutdown(c->queue);
+    for (int i = 0; i < c->nworkers; i++)
+        pthread_join(c->workers[i], NULL);
+    c->nworkers = 0;
+    pthread_mutex_lock(&c->lock);
+    c->leading = false;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void op_controller_shutdown(struct op_controller *c, int64_t grace_ns)
+{
+    stop_workers(c);
+    op_capture_shutdown(c->capture, grace_ns);
+}
+
+void op_controller_abandon(struct op_controller *c)
+{
+    stop_workers(c);
+    op_capture_abandon(c->capture);
+}
+
+void op_controller_free(struct op_controller *c)
+{
+    if (!c)
+        return;
+    if (c->queue)
+        stop_workers(c);
+    pthread_mutex_lock(&c->lock);
+    c->stop = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    if (c->audit_started)
+        pthread_join(c->audit_thread, NULL);
+    for (int k = 0; k < N_SRC; k++)
+        k8s_watch_free(c->src[k].watch);
+    op_relay_free(c->relay); /* cancels what is left: callbacks reach the capture */
+    op_capture_free(c->capture);
+    op_audit_free(c->audit);
+    for (int k = 0; k < N_SRC; k++)
+        k8s_store_free(c->src[k].store);
+    op_queue_free(c->queue);
+    pthread_cond_destroy(&c->cond);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}

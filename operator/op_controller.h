@@ -1,0 +1,52 @@
+/*
+ * op_controller — wires the operator together the way controller-runtime
+ * does: watch sources (MLDiagnosticsConnections; pods trimmed to what
+ * targeting and auditing read; JobSets and LeaderWorkerSets as metadata;
+ * RayJobs with their cluster name) → caches → a rate-limited work queue of
+ * resource keys → worker threads running the reconciler (op_capture).
+ *
+ * Every watch runs on every replica, so /readyz means "caches synced" on
+ * leader and followers alike; workers start once this replica leads and
+ * the caches have synced, with every known resource queued. A change to a
+ * pod or workload queues the unfinished captures of its namespace. The
+ * audit (op_audit) rescans every 15 s.
+ *
+ * Thread-safety: the public functions are for main's thread.
+ */
+#ifndef OP_CONTROLLER_H
+#define OP_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "k8s_client.h"
+#include "k8s_err.h"
+#include "k8s_metrics.h"
+#include "op_config.h"
+
+struct op_controller;
+
+/* Start the watches, the relay and the audit (nothing reconciles yet).
+ * cfg, client and metrics are borrowed. */
+int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
+                        struct k8s_metrics *metrics, struct op_controller **ret,
+                        struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* Every initial list done? why names what is missing when not. */
+bool op_controller_synced(void *ctl, char *why, size_t cap);
+
+/* This replica leads: start the workers once synced (call repeatedly;
+ * idempotent). */
+void op_controller_lead(struct op_controller *c);
+
+/* SIGTERM: stop the workers, let captures that can end within grace_ns
+ * finish, record the rest as interrupted. */
+void op_controller_shutdown(struct op_controller *c, int64_t grace_ns);
+
+/* Leadership lost: stop the workers and cancel RPCs without writing. */
+void op_controller_abandon(struct op_controller *c);
+
+/* Stop everything and free. NULL-safe. */
+void op_controller_free(struct op_controller *c);
+
+#endif

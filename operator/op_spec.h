@@ -1,0 +1,54 @@
+/*
+ * op_spec — an MLDiagnosticsConnection's spec.triggerCapture, parsed and
+ * validated (DESIGN §4.1, §4.2). Every problem is reported with a message
+ * that names the field, e.g.
+ *   "spec.triggerCapture.capturePort: must be between 1 and 65535 (got 0)".
+ *
+ * Thread-safety: reentrant; a struct op_spec belongs to its caller.
+ */
+#ifndef OP_SPEC_H
+#define OP_SPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "k8s_err.h"
+
+#define OP_MAX_TARGETS 20000
+
+enum op_ref_kind { OP_REF_NONE, OP_REF_JOBSET, OP_REF_RAYJOB, OP_REF_LWS };
+
+struct op_spec {
+    int port;
+    int64_t duration_s;
+    char **pods; /* podName split on commas, trimmed, duplicates dropped */
+    size_t n_pods;
+    char *pod_namespace; /* podNamespace, or the resource's namespace when empty */
+    char *storage;       /* storageLocation without trailing slashes */
+    enum op_ref_kind ref_kind;
+    char *ref_name;
+};
+
+struct op_spec_limits {
+    int64_t max_duration_ns;    /* --max-capture-duration */
+    bool allow_cross_namespace; /* --allow-cross-namespace */
+};
+
+/* Parse obj (an MLDiagnosticsConnection, borrowed). On success *ret owns
+ * new strings (op_spec_done). -K8S_EINVAL with reterr naming the field;
+ * -K8S_ENOMEM; *ret untouched on failure. */
+int op_spec_parse(const json_t *obj, const struct op_spec_limits *lim, struct op_spec *ret,
+                  struct k8s_error *reterr) K8S_MUST_CHECK;
+
+void op_spec_done(struct op_spec *s);
+
+/* "JobSet", "RayJob", "LeaderWorkerSet" (or "" for none). */
+const char *op_ref_kind_name(enum op_ref_kind k);
+
+/* Is s a DNS-1123 subdomain (pod names) / label (namespaces)? */
+bool op_dns_subdomain(const char *s, size_t n);
+bool op_dns_label(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,249 @@
+#include "op_targets.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIST_MAX 10 /* pods named in a message */
+
+static const char *str_at(const json_t *obj, const char *a, const char *b)
+{
+    return json_string_value(json_object_get(json_object_get(obj, a), b));
+}
+
+bool op_pod_ready(const json_t *pod, const char **why)
+{
+    const char *phase = str_at(pod, "status", "phase");
+    const char *ip = str_at(pod, "status", "podIP");
+    if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
+        *why = "terminating";
+    else if (!phase || strcmp(phase, "Running"))
+        *why = phase && *phase ? phase : "no phase yet";
+    else if (!ip || !*ip)
+        *why = "no IP yet";
+    else
+        return true;
+    return false;
+}
+
+void op_targets_done(struct op_targets *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->v[i].pod);
+        free(t->v[i].ip);
+        free(t->v[i].hostname);
+    }
+    free(t->v);
+    t->v = NULL;
+    t->n = 0;
+    for (size_t i = 0; i < t->n_absent; i++)
+        free(t->absent[i]);
+    t->n_absent = 0;
+}
+
+/* Remember the API path of something the cache lacks (the first few). */
+static void note_absent(struct op_targets *t, const char *prefix, const char *ns,
+                        const char *plural, const char *name)
+{
+    char *path = NULL;
+    if (t->n_absent < sizeof(t->absent) / sizeof(t->absent[0]) &&
+        asprintf(&path, "%s/namespaces/%s/%s/%s", prefix, ns, plural, name) > 0)
+        t->absent[t->n_absent++] = path;
+}
+
+/* ---------- collecting pods ---------- */
+
+struct found {
+    json_t **pods;
+    size_t n, cap;
+    bool oom;
+};
+
+static void keep(struct found *f, const json_t *pod)
+{
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 64;
+        json_t **p = realloc(f->pods, cap * sizeof(*p));
+        if (!p) {
+            f->oom = true;
+            return;
+        }
+        f->pods = p;
+        f->cap = cap;
+    }
+    f->pods[f->n++] = json_incref((json_t *)pod);
+}
+
+struct by_label {
+    const char *ns, *label, *value;
+    struct found *f;
+};
+
+static void match_label(void *ud, const char *key, const json_t *pod)
+{
+    (void)key;
+    struct by_label *q = ud;
+    const json_t *meta = json_object_get(pod, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *v = json_string_value(json_object_get(json_object_get(meta, "labels"), q->label));
+    const char *phase = str_at(pod, "status", "phase");
+    /* finished pods (an earlier attempt of the workload) are not targets */
+    if (ns && v && !strcmp(ns, q->ns) && !strcmp(v, q->value) &&
+        !(phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))))
+        keep(q->f, pod);
+}
+
+static int pod_name_cmp(const void *a, const void *b)
+{
+    return strcmp(str_at(*(json_t *const *)a, "metadata", "name"),
+                  str_at(*(json_t *const *)b, "metadata", "name"));
+}
+
+/* The pods of the workload into f; WAIT/FAIL reasons into t. */
+static void workload_pods(const struct op_spec *s, const struct op_stores *st, struct found *f,
+                          struct op_targets *t)
+{
+    const char *kind = op_ref_kind_name(s->ref_kind);
+    struct k8s_store *store = s->ref_kind == OP_REF_JOBSET   ? st->jobsets
+                              : s->ref_kind == OP_REF_RAYJOB ? st->rayjobs
+                                                             : st->lws;
+    bool absent = s->ref_kind == OP_REF_JOBSET   ? st->jobsets_absent
+                  : s->ref_kind == OP_REF_RAYJOB ? st->rayjobs_absent
+                                                 : st->lws_absent;
+    json_t *w = store ? k8s_store_get(store, s->pod_namespace, s->ref_name) : NULL;
+    if (!w) {
+        static const char *const prefix[] = {[OP_REF_JOBSET] = "/apis/jobset.x-k8s.io/v1alpha2",
+                                             [OP_REF_RAYJOB] = "/apis/ray.io/v1",
+                                             [OP_REF_LWS] = "/apis/leaderworkerset.x-k8s.io/v1"};
+        static const char *const plural[] = {[OP_REF_JOBSET] = "jobsets",
+                                             [OP_REF_RAYJOB] = "rayjobs",
+                                             [OP_REF_LWS] = "leaderworkersets"};
+        note_absent(t, prefix[s->ref_kind], s->pod_namespace, plural[s->ref_kind], s->ref_name);
+        t->state = OP_TARGETS_FAIL;
+        snprintf(t->why, sizeof(t->why), "%s %s/%s not found%s", kind, s->pod_namespace,
+                 s->ref_name, absent ? " (its CRD is not installed)" : "");
+        return;
+    }
+    struct by_label q = {.ns = s->pod_namespace, .value = s->ref_name, .f = f};
+    q.label = s->ref_kind == OP_REF_JOBSET ? "jobset.sigs.k8s.io/jobset-name"
+                                           : "leaderworkerset.sigs.k8s.io/name";
+    if (s->ref_kind == OP_REF_RAYJOB) {
+        q.label = "ray.io/cluster";
+        q.value = str_at(w, "status", "rayClusterName");
+    }
+    if (!q.value || !*q.value) {
+        t->state = OP_TARGETS_WAIT;
+        snprintf(t->why, sizeof(t->why), "RayJob %s/%s has no RayCluster yet", s->pod_namespace,
+                 s->ref_name);
+    } else {
+        k8s_store_each(st->pods, match_label, &q);
+        if (!f->n && !f->oom) {
+            t->state = OP_TARGETS_WAIT;
+            snprintf(t->why, sizeof(t->why), "%s %s/%s has no pods yet", kind, s->pod_namespace,
+                     s->ref_name);
+        }
+    }
+    json_decref(w);
+}
+
+/* The named pods into f; a missing one fails the capture. */
+static void named_pods(const struct op_spec *s, const struct op_stores *st, struct found *f,
+                       struct op_targets *t)
+{
+    size_t missing = 0;
+    int n = 0;
+    for (size_t i = 0; i < s->n_pods; i++) {
+        json_t *p = st->pods ? k8s_store_get(st->pods, s->pod_namespace, s->pods[i]) : NULL;
+        if (p) {
+            keep(f, p);
+            json_decref(p);
+            continue;
+        }
+        note_absent(t, "/api/v1", s->pod_namespace, "pods", s->pods[i]);
+        if (missing++ < LIST_MAX)
+            n += snprintf(t->why + n, sizeof(t->why) - (size_t)n, "%s%s", missing > 1 ? ", " : "",
+                          s->pods[i]);
+        if ((size_t)n >= sizeof(t->why))
+            n = (int)sizeof(t->why) - 1;
+    }
+    if (!missing)
+        return;
+    char list[sizeof(t->why)];
+    snprintf(list, sizeof(list), "%s", t->why);
+    t->state = OP_TARGETS_FAIL;
+    snprintf(t->why, sizeof(t->why), "pod%s not found in namespace %s: %s%s",
+             missing > 1 ? "s" : "", s->pod_namespace, list,
+             missing > LIST_MAX ? ", ..." : "");
+}
+
+/* ---------- readiness and the result ---------- */
+
+static void not_ready(struct found *f, struct op_targets *t)
+{
+    size_t bad = 0;
+    int n = 0;
+    char list[sizeof(t->why)] = "";
+    for (size_t i = 0; i < f->n; i++) {
+        const char *why;
+        if (op_pod_ready(f->pods[i], &why))
+            continue;
+        if (bad++ < LIST_MAX)
+            n += snprintf(list + n, sizeof(list) - (size_t)n, "%s%s (%s)", bad > 1 ? ", " : "",
+                          str_at(f->pods[i], "metadata", "name"), why);
+        if ((size_t)n >= sizeof(list))
+            n = (int)sizeof(list) - 1;
+    }
+    if (!bad)
+        return;
+    t->state = OP_TARGETS_WAIT;
+    snprintf(t->why, sizeof(t->why), "waiting for %zu of %zu pod%s to be Running with an IP: %s%s",
+             bad, f->n, f->n > 1 ? "s" : "", list, bad > LIST_MAX ? ", ..." : "");
+}
+
+static int fill(struct found *f, struct op_targets *t)
+{
+    if (!(t->v = calloc(f->n, sizeof(*t->v))))
+        return -K8S_ENOMEM;
+    for (size_t i = 0; i < f->n; i++, t->n++) {
+        const char *name = str_at(f->pods[i], "metadata", "name");
+        const char *host = str_at(f->pods[i], "spec", "hostname");
+        struct op_target *x = &t->v[i];
+        x->pod = strdup(name);
+        x->ip = strdup(str_at(f->pods[i], "status", "podIP"));
+        x->hostname = strdup(host && *host ? host : name);
+        if (!x->pod || !x->ip || !x->hostname) {
+            t->n++;
+            return -K8S_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int op_targets_resolve(const struct op_spec *s, const struct op_stores *st,
+                       struct op_targets *ret)
+{
+    struct op_targets t = {.state = OP_TARGETS_READY};
+    struct found f = {0};
+    if (s->ref_kind != OP_REF_NONE)
+        workload_pods(s, st, &f, &t);
+    else
+        named_pods(s, st, &f, &t);
+    int r = f.oom ? -K8S_ENOMEM : 0;
+    if (r == 0 && t.state == OP_TARGETS_READY)
+        not_ready(&f, &t);
+    if (r == 0 && t.state == OP_TARGETS_READY) {
+        qsort(f.pods, f.n, sizeof(*f.pods), pod_name_cmp);
+        r = fill(&f, &t);
+    }
+    for (size_t i = 0; i < f.n; i++)
+        json_decref(f.pods[i]);
+    free(f.pods);
+    if (r < 0) {
+        op_targets_done(&t);
+        return r;
+    }
+    *ret = t;
+    return 0;
+}

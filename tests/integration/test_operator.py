@@ -1,0 +1,518 @@
+"""The connection operator end to end: the real binary against the fake
+API server (tests/fakes/fake_apiserver.py) and real gRPC profiler servers
+(tests/fakes/fake_profiler.py, python3-grpcio), one per fake pod on its own
+127.x.y.z address. DESIGN §4: captures over several pods with the exact
+request fields, failures naming the pod and the reason, invalid specs
+failing without an RPC, workloadRef targets, --disable-hostname-override,
+one capture per pod, deletion cancelling RPCs, retries of UNAVAILABLE,
+events, metrics and the audit of uninjected pods."""
+import itertools
+import os
+import re
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+sys.path.insert(0, os.path.join(HERE, "..", "fakes"))
+from fake_apiserver import FakeApiServer  # noqa: E402
+from fake_profiler import FakeProfiler  # noqa: E402
+from harness import SLOW, Operator, free_port  # noqa: E402
+
+CONN = ("diagon.gke.io", "v1alpha1", "mldiagnosticsconnections")
+JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
+LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
+RAYJOBS = ("ray.io", "v1", "rayjobs")
+NS = "ml"
+_ips = itertools.count(1)
+
+
+def next_ip():
+    n = next(_ips)
+    return "127.2.%d.%d" % (n // 250, n % 250 + 1)
+
+
+def make_pod(api, name, ip, labels=None, annotations=None, phase="Running", hostname=None,
+             ns=NS):
+    meta = {"name": name, "labels": labels or {}}
+    if annotations:
+        meta["annotations"] = annotations
+    spec = {"containers": [{"name": "jax", "image": "jax"}]}
+    if hostname:
+        spec["hostname"] = hostname
+    api.create("pods", {"metadata": meta, "spec": spec}, ns=ns)
+    status = {"phase": phase}
+    if ip:
+        status["podIP"] = ip
+    api.patch("pods", name, {"status": status}, ns=ns, subresource="status")
+
+
+def wait_until(pred, timeout, step=0.05):
+    deadline = time.time() + timeout * SLOW
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    return pred()
+
+
+class OperatorTest(unittest.TestCase):
+    """A fake API server and fake profilers shared by a class; each class
+    starts its operator(s) with the flags it needs."""
+
+    operator_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="mld-optest-")
+        cls.api = FakeApiServer()
+        cls.api.register_ml_crds()
+        cls.api.bookmark_interval = 0.5
+        cls.api.start()
+        cls.kubeconfig = os.path.join(cls.tmp, "kubeconfig")
+        cls.api.kubeconfig(cls.kubeconfig)
+        cls.api.create(("", "v1", "namespaces"), {"metadata": {"name": NS}})
+        cls.port = free_port()
+        cls.prof = FakeProfiler(cls.port, os.path.join(cls.tmp, "gcs"), slow_extra=6)
+        cls.prof.start()
+        cls.op = None
+        if cls.operator_args is not None:
+            cls.op = Operator(cls.kubeconfig, *cls.operator_args).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.op:
+            cls.op.stop()
+        cls.prof.stop()
+        cls.api.stop()
+
+    # ---------- helpers ----------
+
+    def pods(self, prefix, n, mode="ok", labels=None, **kw):
+        names = []
+        for i in range(n):
+            name = "%s-%d" % (prefix, i)
+            ip = next_ip()
+            self.prof.add_pod(name, ip, hostname=kw.get("hostname"), mode=mode)
+            make_pod(self.api, name, ip, labels=labels, **kw)
+            names.append(name)
+        return names
+
+    def capture(self, name, ns=NS, **tc):
+        spec = {"capturePort": self.port, "durationSeconds": 1, "podNamespace": ns,
+                "profiler": "google_cloud_mldiagnostics",
+                "storageLocation": os.path.join(self.tmp, "out", name)}
+        spec.update(tc)
+        spec = {k: v for k, v in spec.items() if v is not None}
+        self.api.create(CONN, {"apiVersion": "diagon.gke.io/v1alpha1",
+                               "kind": "MLDiagnosticsConnection", "metadata": {"name": name},
+                               "spec": {"triggerCapture": spec}}, ns=ns)
+        return spec
+
+    def get(self, name, ns=NS):
+        return self.api.get(CONN, name, ns=ns)
+
+    def wait_phase(self, name, phases=("Succeeded", "Failed"), timeout=30, ns=NS):
+        def done():
+            o = self.get(name, ns)
+            return o if o.get("status", {}).get("phase") in phases else None
+        o = wait_until(done, timeout)
+        self.assertIsNotNone(o, "%s never reached %s: %s\n%s" % (
+            name, phases, self.get(name, ns).get("status"), self.op.logs()[-3000:] if self.op
+            else ""))
+        return o
+
+    def events(self, name, ns=NS):
+        return [e for e in self.api.objects("", "v1", "events", ns=ns)
+                if e["involvedObject"]["name"] == name]
+
+
+class CaptureTest(OperatorTest):
+    operator_args = ("--capture-max-retries=1", "--sidecar-timeout=5s", "--pod-ready-timeout=3s",
+                     "--audit-interval=300ms", "-v", "3")
+
+    def test_capture_over_several_pods_sends_the_exact_request(self):
+        pods = self.pods("multi", 4)
+        created = time.time_ns()
+        spec = self.capture("multi", podName=",".join(pods), durationSeconds=2)
+        o = self.wait_phase("multi")
+        st = o["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+        session = st["sessionId"]
+        self.assertRegex(session, r"^\d{4}_\d\d_\d\d_\d\d_\d\d_\d\d$")
+        root = spec["storageLocation"] + "/plugins/profile"
+        self.assertEqual(st["captureResult"], {"status": "Succeeded",
+                                               "outputLocation": root + "/" + session})
+        self.assertEqual(st["attempts"], 1)
+        self.assertEqual(st["observedGeneration"], 1)
+        for key in ("startTime", "completionTime"):
+            self.assertRegex(st[key], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        starts = set()
+        for pod in pods:
+            reqs = self.prof.requests_for(pod)
+            self.assertEqual(len(reqs), 1, reqs)
+            r = reqs[0]
+            self.assertEqual(r["duration_ms"], 2000)
+            self.assertEqual(r["opts"]["duration_ms"], 2000)
+            self.assertEqual(r["opts"]["version"], 1)
+            self.assertEqual(r["opts"]["host_tracer_level"], 2)
+            self.assertEqual(r["opts"]["device_tracer_level"], 1)
+            self.assertEqual(r["opts"]["python_tracer_level"], 1)
+            self.assertTrue(r["opts"]["include_dataset_ops"])
+            self.assertEqual(r["max_events"], 1000000)
+            self.assertEqual(r["repository_root"], root)
+            self.assertEqual(r["session_id"], session)
+            self.assertEqual(r["host_name"], pod)
+            self.assertGreater(r["opts"]["start_timestamp_ns"], created)
+            self.assertGreater(r["opts"]["start_timestamp_ns"], r["received_ns"],
+                               "the common start is in the future when the RPC arrives")
+            starts.add(r["opts"]["start_timestamp_ns"])
+            # grpc-timeout: max(60 s, 2 x duration) + delay, capped by --sidecar-timeout=5s
+            self.assertLessEqual(r["time_remaining"], 5.0)
+            self.assertGreater(r["time_remaining"], 3.0)
+            path = self.prof.output_path(root, session, pod)
+            self.assertTrue(os.path.exists(path), path)
+            self.assertEqual(r["outcome"], "OK")
+        self.assertEqual(len(starts), 1, "one common start time")
+        hosts = {h["pod"]: h for h in st["hosts"]}
+        self.assertEqual(sorted(hosts), sorted(pods))
+        for pod, h in hosts.items():
+            self.assertEqual(h["phase"], "Succeeded")
+            self.assertEqual(h["outputFile"], "%s/%s/%s.xplane.pb" % (root, session, pod))
+        reasons = [e["reason"] for e in self.events("multi")]
+        for r in ("Pending", "Started", "Succeeded"):
+            self.assertIn(r, reasons)
+        conds = {c["type"]: c for c in st["conditions"]}
+        self.assertEqual(conds["Complete"]["status"], "True")
+        self.assertEqual(conds["Complete"]["reason"], "Succeeded")
+
+    def test_gcs_storage_location(self):
+        pods = self.pods("gcs", 2)
+        self.capture("gcs", podName=",".join(pods), storageLocation="gs://my-bucket/runs/r1/")
+        st = self.wait_phase("gcs")["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+        loc = "gs://my-bucket/runs/r1/plugins/profile/" + st["sessionId"]
+        self.assertEqual(st["captureResult"]["outputLocation"], loc)
+        for pod in pods:
+            self.assertTrue(os.path.exists(self.prof.output_path(
+                "gs://my-bucket/runs/r1/plugins/profile", st["sessionId"], pod)))
+
+    def test_busy_down_slow_and_missing_pods_fail_naming_each(self):
+        ok = self.pods("mix-ok", 1)
+        busy = self.pods("mix-busy", 1, mode="busy")
+        down = self.pods("mix-down", 1, mode="down")
+        slow = self.pods("mix-slow", 1, mode="slow")
+        self.capture("mix", podName=",".join(ok + busy + down + slow))
+        st = self.wait_phase("mix", timeout=40)["status"]
+        self.assertEqual(st["phase"], "Failed", st)
+        err = st["captureResult"]["errorMessage"]
+        self.assertIn("pod %s: INTERNAL: Another profiling session active." % busy[0], err)
+        self.assertRegex(err, "pod %s: UNAVAILABLE: .*(refused|connect)" % down[0])
+        self.assertRegex(err, "pod %s: (CANCELLED|DEADLINE_EXCEEDED)" % slow[0])
+        self.assertNotIn(ok[0], err)
+        self.assertEqual(st["message"], "3 of 4 hosts failed")
+        hosts = {h["pod"]: h for h in st["hosts"]}
+        self.assertEqual(hosts[ok[0]]["phase"], "Succeeded")
+        self.assertEqual(hosts[busy[0]]["phase"], "Failed")
+        self.assertIn("INTERNAL", hosts[busy[0]]["error"])
+        self.assertFalse(os.path.exists(self.prof.output_path(
+            st["captureResult"]["outputLocation"].rsplit("/", 1)[0], st["sessionId"], slow[0])),
+            "a cancelled session saves nothing")
+        self.assertIn("Failed", [e["reason"] for e in self.events("mix")])
+
+    def test_missing_pod_fails_at_once_without_rpcs(self):
+        pods = self.pods("miss", 1)
+        self.capture("miss", podName=pods[0] + ",no-such-pod")
+        st = self.wait_phase("miss", timeout=10)["status"]
+        self.assertEqual(st["phase"], "Failed")
+        self.assertIn("no-such-pod", st["message"])
+        self.assertIn("not found", st["captureResult"]["errorMessage"])
+        self.assertEqual(self.prof.requests_for(pods[0]), [])
+
+    def test_pod_not_running_waits_then_fails(self):
+        self.prof.add_pod("late-0", next_ip())
+        make_pod(self.api, "late-0", None, phase="Pending")
+        self.capture("late", podName="late-0")
+        st = self.wait_phase("late", ("Pending",), timeout=10)["status"]
+        pending = wait_until(lambda: "late-0 (Pending)" in self.get("late")["status"]["message"],
+                             10)
+        self.assertTrue(pending, self.get("late")["status"])
+        st = self.wait_phase("late", timeout=15)["status"]
+        self.assertEqual(st["phase"], "Failed")
+        self.assertIn("not ready after 3s", st["message"])
+        self.assertIn("late-0 (Pending)", st["message"])
+
+    def test_pod_becoming_ready_is_captured(self):
+        ip = next_ip()
+        self.prof.add_pod("soon-0", ip)
+        make_pod(self.api, "soon-0", None, phase="Pending")
+        self.capture("soon", podName="soon-0")
+        self.wait_phase("soon", ("Pending",), timeout=10)
+        self.api.patch("pods", "soon-0", {"status": {"phase": "Running", "podIP": ip}}, ns=NS,
+                       subresource="status")
+        st = self.wait_phase("soon")["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+
+    def test_unavailable_is_retried(self):
+        pods = self.pods("flaky", 1, mode="unavailable:1")
+        self.capture("flaky", podName=pods[0])
+        st = self.wait_phase("flaky", timeout=30)["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+        self.assertEqual([r["outcome"] for r in self.prof.requests_for(pods[0])],
+                         ["UNAVAILABLE", "OK"])
+
+    def test_unavailable_past_the_retries_fails(self):
+        pods = self.pods("gone", 1, mode="unavailable:5")
+        self.capture("gone", podName=pods[0])
+        st = self.wait_phase("gone", timeout=30)["status"]
+        self.assertEqual(st["phase"], "Failed", st)
+        self.assertIn("pod %s: UNAVAILABLE" % pods[0], st["captureResult"]["errorMessage"])
+        self.assertIn("after 2 attempts", st["captureResult"]["errorMessage"])
+        self.assertEqual(len(self.prof.requests_for(pods[0])), 2)
+
+    def test_invalid_specs_fail_naming_the_field_without_rpcs(self):
+        pods = self.pods("inv", 1)
+        before = len(self.prof.requests)
+        cases = {
+            "port-zero": ({"capturePort": 0}, r"capturePort: must be between 1 and 65535"),
+            "port-big": ({"capturePort": 70000}, r"capturePort"),
+            "port-text": ({"capturePort": "x"}, r"capturePort: must be an integer"),
+            "dur-zero": ({"durationSeconds": 0}, r"durationSeconds: must be between 1"),
+            "dur-long": ({"durationSeconds": 7200},
+                         r"durationSeconds: 7200s exceeds --max-capture-duration \(1h0m0s\)"),
+            "no-storage": ({"storageLocation": None}, r"storageLocation: required"),
+            "rel-storage": ({"storageLocation": "bucket/x"}, r"storageLocation: must be gs://"),
+            "dotdot": ({"storageLocation": "/data/../etc"}, r"storageLocation"),
+            "bad-bucket": ({"storageLocation": "gs://B/x"}, r"storageLocation"),
+            "profiler": ({"profiler": "perf"}, r"profiler: must be google_cloud_mldiagnostics"),
+            "no-target": ({"podName": None}, r"podName: required"),
+            "bad-pod": ({"podName": pods[0] + ",Bad_Name"}, r"podName: \"Bad_Name\""),
+            "empty-pod": ({"podName": pods[0] + ",,x"}, r"podName: empty pod name"),
+            "cross-ns": ({"podName": pods[0], "podNamespace": "other"},
+                         r"podNamespace: \"other\" differs .*--allow-cross-namespace"),
+            "bad-kind": ({"podName": None, "workloadRef": {"kind": "Deployment", "name": "x"}},
+                         r"workloadRef.kind: must be JobSet, RayJob or LeaderWorkerSet"),
+            "both": ({"podName": pods[0], "workloadRef": {"kind": "JobSet", "name": "x"}},
+                     r"set one of them, not both"),
+        }
+        for name, (change, _) in cases.items():
+            tc = {"podName": pods[0]}
+            tc.update(change)
+            self.capture("inv-" + name, **tc)
+        for name, (_, pattern) in cases.items():
+            st = self.wait_phase("inv-" + name, timeout=10)["status"]
+            self.assertEqual(st["phase"], "Failed", (name, st))
+            self.assertRegex(st["message"], pattern, name)
+            self.assertRegex(st["captureResult"]["errorMessage"], pattern, name)
+            self.assertEqual(st["captureResult"]["status"], "Failed")
+            conds = {c["type"]: c for c in st["conditions"]}
+            self.assertEqual(conds["Valid"]["status"], "False", name)
+        self.assertEqual(len(self.prof.requests), before, "no RPC for an invalid spec")
+        self.assertIn("Warning", [e["type"] for e in self.events("inv-port-zero")])
+        # a spec without triggerCapture at all
+        self.api.create(CONN, {"apiVersion": "diagon.gke.io/v1alpha1",
+                               "kind": "MLDiagnosticsConnection",
+                               "metadata": {"name": "inv-empty"}, "spec": {}}, ns=NS)
+        st = self.wait_phase("inv-empty", timeout=10)["status"]
+        self.assertEqual(st["message"], "spec.triggerCapture: required")
+
+    def test_workload_refs_target_their_pods(self):
+        self.api.create(JOBSETS, {"metadata": {"name": "trainer"}, "spec": {}}, ns=NS)
+        js = self.pods("trainer-w", 3, labels={"jobset.sigs.k8s.io/jobset-name": "trainer"})
+        self.pods("other-w", 2, labels={"jobset.sigs.k8s.io/jobset-name": "other"})
+        done = self.pods("trainer-old", 1, labels={"jobset.sigs.k8s.io/jobset-name": "trainer"},
+                         phase="Succeeded")
+        self.api.create(LWS, {"metadata": {"name": "serve"}, "spec": {}}, ns=NS)
+        lws = self.pods("serve-w", 2, labels={"leaderworkerset.sigs.k8s.io/name": "serve"})
+        self.api.create(RAYJOBS, {"metadata": {"name": "rl"}, "spec": {}}, ns=NS)
+        self.api.patch(RAYJOBS, "rl", {"status": {"rayClusterName": "rl-raycluster-x1"}}, ns=NS,
+                       subresource="status")
+        ray = self.pods("rl-head", 2, labels={"ray.io/cluster": "rl-raycluster-x1"})
+        for name, kind, expect in (("ref-js", "JobSet", js), ("ref-lws", "LeaderWorkerSet", lws),
+                                   ("ref-ray", "RayJob", ray)):
+            wl = {"JobSet": "trainer", "LeaderWorkerSet": "serve", "RayJob": "rl"}[kind]
+            self.capture(name, podName=None, workloadRef={"kind": kind, "name": wl})
+            st = self.wait_phase(name)["status"]
+            self.assertEqual(st["phase"], "Succeeded", (name, st))
+            self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(expect))
+            for pod in expect:
+                self.assertEqual(len(self.prof.requests_for(pod)), 1, pod)
+        for pod in ["other-w-0", "other-w-1"] + done:
+            self.assertEqual(self.prof.requests_for(pod), [], pod)
+        self.capture("ref-missing", podName=None, workloadRef={"kind": "JobSet", "name": "nope"})
+        st = self.wait_phase("ref-missing", timeout=10)["status"]
+        self.assertEqual(st["phase"], "Failed")
+        self.assertIn("JobSet ml/nope not found", st["message"])
+
+    def test_one_capture_per_pod_at_a_time(self):
+        pods = self.pods("shared", 2)
+        self.capture("first", podName=",".join(pods), durationSeconds=2)
+        self.wait_phase("first", ("Running",), timeout=10)
+        self.capture("second", podName=pods[1])
+        waiting = wait_until(lambda: "busy" in self.get("second").get("status", {}).get(
+            "message", ""), 10)
+        self.assertTrue(waiting, self.get("second").get("status"))
+        self.assertEqual(self.get("second")["status"]["phase"], "Pending")
+        self.assertEqual(self.wait_phase("first")["status"]["phase"], "Succeeded")
+        self.assertEqual(self.wait_phase("second")["status"]["phase"], "Succeeded")
+        outcomes = [r["outcome"] for r in self.prof.requests_for(pods[1])]
+        self.assertEqual(outcomes, ["OK", "OK"], "never two sessions at once on one pod")
+
+    def test_deleting_a_running_capture_cancels_its_rpcs(self):
+        pods = self.pods("del", 2)
+        self.capture("del", podName=",".join(pods), durationSeconds=3)
+        o = self.wait_phase("del", ("Running",), timeout=10)
+        self.assertTrue(self.prof.wait_requests(len(self.prof.requests), 5))
+        wait_until(lambda: all(self.prof.requests_for(p) for p in pods), 5)
+        self.api.delete(CONN, "del", ns=NS)
+        cancelled = wait_until(lambda: all(
+            self.prof.requests_for(p)[0]["outcome"] == "CLIENT_CANCELLED" for p in pods), 10)
+        self.assertTrue(cancelled, [self.prof.requests_for(p) for p in pods])
+        for p in pods:
+            self.assertFalse(os.path.exists(self.prof.output_path(
+                o["spec"]["triggerCapture"]["storageLocation"] + "/plugins/profile",
+                o["status"]["sessionId"], p)))
+
+    def test_terminal_resources_are_not_rerun(self):
+        pods = self.pods("once", 1)
+        self.capture("once", podName=pods[0])
+        self.assertEqual(self.wait_phase("once")["status"]["phase"], "Succeeded")
+        o = self.get("once")
+        o["metadata"].setdefault("labels", {})["touched"] = "yes"
+        self.api.update(CONN, o, ns=NS)
+        time.sleep(1)
+        self.assertEqual(len(self.prof.requests_for(pods[0])), 1)
+
+    def test_running_without_attempts_left_fails_with_history(self):
+        pods = self.pods("spent", 1)
+        # a capture some earlier operator left Running after its last attempt
+        self.op.stop()
+        try:
+            self.capture("spent", podName=pods[0])
+            self.api.patch(CONN, "spent", {"status": {
+                "phase": "Running", "sessionId": "2026_01_02_03_04_05", "attempts": 2,
+                "message": "interrupted: the operator shut down during attempt 2"}},
+                ns=NS, subresource="status")
+        finally:
+            type(self).op = Operator(self.kubeconfig, *self.operator_args).start()
+        st = self.wait_phase("spent", timeout=10)["status"]
+        self.assertEqual(st["phase"], "Failed")
+        self.assertIn("interrupted 2 times, no attempts left", st["message"])
+        self.assertIn("last: interrupted: the operator shut down during attempt 2", st["message"])
+        self.assertEqual(self.prof.requests_for(pods[0]), [])
+
+    def test_metrics(self):
+        pods = self.pods("met", 1)
+        self.capture("met", podName=pods[0])
+        self.wait_phase("met")
+        text = self.op.metrics()
+        for series in ('mldiagnostics_operator_captures_total{outcome="succeeded"}',
+                       "mldiagnostics_operator_capture_duration_seconds_count",
+                       "mldiagnostics_operator_rpc_duration_seconds_bucket",
+                       'mldiagnostics_operator_rpcs_total{code="OK"}',
+                       "mldiagnostics_operator_workqueue_depth",
+                       'mldiagnostics_operator_watch_restarts_total{resource="pods"}',
+                       'mldiagnostics_operator_cache_objects{resource="pods"}',
+                       "mldiagnostics_operator_leader 1"):
+            self.assertIn(series, text)
+        self.assertEqual(self.op.get("/healthz")[0], 200)
+        self.assertEqual(self.op.get("/readyz")[0], 200)
+        self.assertEqual(self.op.get("/nope")[0], 404)
+
+    def test_audit_reports_uninjected_pods_of_opted_in_workloads(self):
+        self.api.create(JOBSETS, {"metadata": {"name": "audited",
+                                               "labels": {"managed-mldiagnostics-gke": "true"}},
+                                  "spec": {}}, ns=NS)
+        label = {"jobset.sigs.k8s.io/jobset-name": "audited"}
+        make_pod(self.api, "audited-0", next_ip(), labels=label,
+                 annotations={"diagon.gke.io/injection": "0.1.0;abc"})
+        make_pod(self.api, "audited-1", next_ip(), labels=label)
+        make_pod(self.api, "audited-2", next_ip(), labels=label)
+        make_pod(self.api, "audited-out", next_ip(), labels={**label,
+                                                            "managed-mldiagnostics-gke": "false"})
+        ev = wait_until(lambda: [e for e in self.events("audited")
+                                 if e["reason"] == "PodsNotInjected"], 10)
+        self.assertTrue(ev, self.op.logs()[-2000:])
+        self.assertEqual(ev[0]["type"], "Warning")
+        self.assertEqual(ev[0]["involvedObject"]["kind"], "JobSet")
+        self.assertIn("2 pods of JobSet ml/audited were admitted without ML Diagnostics "
+                      "injection", ev[0]["message"])
+        self.assertIn("audited-1", ev[0]["message"])
+        self.assertNotIn("audited-out", ev[0]["message"])
+        self.assertIn('mldiagnostics_operator_uninjected_pods{namespace="ml",kind="JobSet",'
+                      'name="audited"} 2', self.op.metrics())
+        time.sleep(1)  # no repeat while the count stays
+        self.assertEqual(len([e for e in self.events("audited")
+                              if e["reason"] == "PodsNotInjected"]), 1)
+
+
+class HostnameOverrideTest(OperatorTest):
+    operator_args = ("--disable-hostname-override",)
+
+    def test_host_name_left_empty(self):
+        self.prof.add_pod("hn-0", "127.3.0.1", hostname="trainer-host-0")
+        make_pod(self.api, "hn-0", "127.3.0.1", hostname="trainer-host-0")
+        spec = self.capture("hn", podName="hn-0")
+        st = self.wait_phase("hn")["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+        r = self.prof.requests_for("hn-0")[0]
+        self.assertEqual(r["host_name"], "")
+        root = spec["storageLocation"] + "/plugins/profile"
+        # the profiler names the file after its own host name (the pod's spec.hostname)
+        self.assertTrue(os.path.exists(self.prof.output_path(root, st["sessionId"],
+                                                             "trainer-host-0")))
+        self.assertEqual(st["hosts"][0]["outputFile"],
+                         "%s/%s/trainer-host-0.xplane.pb" % (root, st["sessionId"]))
+
+
+class CrossNamespaceTest(OperatorTest):
+    operator_args = ("--allow-cross-namespace",)
+
+    def test_allowed_with_the_flag(self):
+        self.api.create(("", "v1", "namespaces"), {"metadata": {"name": "team-b"}})
+        self.prof.add_pod("xns-0", "127.3.1.1")
+        make_pod(self.api, "xns-0", "127.3.1.1", ns="team-b")
+        self.capture("xns", podName="xns-0", podNamespace="team-b")
+        self.assertEqual(self.wait_phase("xns")["status"]["phase"], "Succeeded")
+
+
+class FlagsTest(unittest.TestCase):
+    def run_op(self, *args):
+        import subprocess
+        from harness import OPERATOR
+        return subprocess.run([OPERATOR, *args], capture_output=True, timeout=30 * SLOW)
+
+    def test_unknown_flag_is_named(self):
+        r = self.run_op("--no-such-flag")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"--no-such-flag", r.stderr)
+
+    def test_bad_duration_is_named(self):
+        r = self.run_op("--sidecar-timeout=5 minutes")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"--sidecar-timeout", r.stderr)
+
+    def test_go_syntax_and_help(self):
+        r = self.run_op("--help")
+        self.assertEqual(r.returncode, 0)
+        for flag in (b"--leader-elect", b"--health-probe-bind-address", b"--metrics-bind-address",
+                     b"--sidecar-timeout", b"--disable-hostname-override", b"--kubeconfig",
+                     b"--namespace", b"--capture-max-retries", b"--max-capture-duration",
+                     b"--allow-cross-namespace", b"--leader-election-namespace",
+                     b"--leader-election-id"):
+            self.assertIn(flag, r.stdout)
+        r = self.run_op("version")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(b"mldiagnostics-operator", r.stdout)
+
+    def test_bad_bind_address(self):
+        r = self.run_op("--metrics-bind-address=nope")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"--metrics-bind-address", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

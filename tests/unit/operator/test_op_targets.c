@@ -1,0 +1,132 @@
+/* op_targets: named pods and workload pods from the caches
+ * (tests/fixtures/unit/op_targets/cache.json). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_targets.h"
+#include "test_support.h"
+
+static struct op_stores st;
+
+static struct k8s_store *store_of(json_t *cache, const char *kind)
+{
+    struct k8s_store *s = k8s_store_new();
+    k8s_store_replace_new(s, json_incref(json_object_get(cache, kind)));
+    return s;
+}
+
+static void setup(void)
+{
+    json_t *cache = ts_load_json("unit/op_targets/cache.json");
+    st = (struct op_stores){store_of(cache, "pods"), store_of(cache, "jobsets"),
+                            store_of(cache, "rayjobs"), store_of(cache, "lws")};
+    json_decref(cache);
+}
+
+static void teardown(void)
+{
+    k8s_store_free(st.pods);
+    k8s_store_free(st.jobsets);
+    k8s_store_free(st.rayjobs);
+    k8s_store_free(st.lws);
+}
+
+TestSuite(op_targets, .init = setup, .fini = teardown);
+
+static struct op_targets resolve_pods(const char *ns, char **pods, size_t n)
+{
+    struct op_spec s = {.pods = pods, .n_pods = n, .pod_namespace = (char *)ns};
+    struct op_targets t;
+    cr_assert_eq(op_targets_resolve(&s, &st, &t), 0);
+    return t;
+}
+
+static struct op_targets resolve_ref(enum op_ref_kind k, const char *name)
+{
+    struct op_spec s = {.pod_namespace = "ml", .ref_kind = k, .ref_name = (char *)name};
+    struct op_targets t;
+    cr_assert_eq(op_targets_resolve(&s, &st, &t), 0);
+    return t;
+}
+
+Test(op_targets, named_pods_sorted_with_host_names)
+{
+    char *pods[] = {"js-w-1", "js-w-0"};
+    struct op_targets t = resolve_pods("ml", pods, 2);
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 2);
+    cr_assert_str_eq(t.v[0].pod, "js-w-0");
+    cr_assert_str_eq(t.v[0].ip, "10.0.0.1");
+    cr_assert_str_eq(t.v[0].hostname, "llama-w-0-0", "spec.hostname names the container host");
+    cr_assert_str_eq(t.v[1].hostname, "js-w-1", "else the pod name");
+    op_targets_done(&t);
+}
+
+Test(op_targets, a_missing_pod_fails_and_names_itself)
+{
+    char *pods[] = {"js-w-0", "ghost", "js-other-ns"};
+    struct op_targets t = resolve_pods("ml", pods, 3);
+    cr_assert_eq(t.state, OP_TARGETS_FAIL);
+    cr_assert_str_eq(t.why, "pods not found in namespace ml: ghost, js-other-ns");
+    cr_assert_eq(t.n_absent, 2);
+    cr_assert_str_eq(t.absent[0], "/api/v1/namespaces/ml/pods/ghost");
+    op_targets_done(&t);
+}
+
+Test(op_targets, pods_not_ready_wait_and_are_named)
+{
+    char *pods[] = {"slow-js-0", "slow-js-1", "bye", "js-w-0"};
+    struct op_targets t = resolve_pods("ml", pods, 4);
+    cr_assert_eq(t.state, OP_TARGETS_WAIT);
+    cr_assert_str_eq(t.why, "waiting for 3 of 4 pods to be Running with an IP: slow-js-0 "
+                            "(Pending), slow-js-1 (no IP yet), bye (terminating)");
+    op_targets_done(&t);
+}
+
+Test(op_targets, jobset_pods_by_label_in_the_namespace_skipping_finished)
+{
+    struct op_targets t = resolve_ref(OP_REF_JOBSET, "llama");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 2);
+    cr_assert_str_eq(t.v[0].pod, "js-w-0");
+    cr_assert_str_eq(t.v[1].pod, "js-w-1");
+    op_targets_done(&t);
+}
+
+Test(op_targets, lws_and_rayjob)
+{
+    struct op_targets t = resolve_ref(OP_REF_LWS, "serve");
+    cr_assert_eq(t.state, OP_TARGETS_READY);
+    cr_assert_str_eq(t.v[0].ip, "fd00::5");
+    op_targets_done(&t);
+    t = resolve_ref(OP_REF_RAYJOB, "rl");
+    cr_assert_eq(t.state, OP_TARGETS_READY);
+    cr_assert_eq(t.n, 1);
+    cr_assert_str_eq(t.v[0].pod, "rc-head");
+    op_targets_done(&t);
+    t = resolve_ref(OP_REF_RAYJOB, "new");
+    cr_assert_eq(t.state, OP_TARGETS_WAIT);
+    cr_assert_str_eq(t.why, "RayJob ml/new has no RayCluster yet");
+    op_targets_done(&t);
+}
+
+Test(op_targets, workloads_missing_or_without_pods)
+{
+    struct op_targets t = resolve_ref(OP_REF_JOBSET, "nope");
+    cr_assert_eq(t.state, OP_TARGETS_FAIL);
+    cr_assert_str_eq(t.why, "JobSet ml/nope not found");
+    cr_assert_str_eq(t.absent[0], "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/nope");
+    op_targets_done(&t);
+    t = resolve_ref(OP_REF_JOBSET, "empty");
+    cr_assert_eq(t.state, OP_TARGETS_WAIT);
+    cr_assert_str_eq(t.why, "JobSet ml/empty has no pods yet");
+    op_targets_done(&t);
+    st.lws_absent = true;
+    k8s_store_free(st.lws);
+    st.lws = NULL;
+    t = resolve_ref(OP_REF_LWS, "serve");
+    cr_assert_eq(t.state, OP_TARGETS_FAIL);
+    cr_assert_str_eq(t.why, "LeaderWorkerSet ml/serve not found (its CRD is not installed)");
+    op_targets_done(&t);
+}
