@@ -99,7 +99,8 @@ static void count_pod(void *ud, const char *key, const json_t *pod)
         json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") ||
         is(phase, "Succeeded") || is(phase, "Failed"))
         return;
-    if (is(label(pod, "labels", OPT_KEY), "false") || is(label(pod, "annotations", OPT_KEY), "false"))
+    if (is(label(pod, "labels", OPT_KEY), "false") ||
+        is(label(pod, "annotations", OPT_KEY), "false"))
         return;
     struct workload w;
     bool has = workload_of(pod, s->st, &w);
@@ -138,8 +139,7 @@ static void report(struct op_audit *a, const char *key, const json_t *e)
              "was unavailable or installed after they were created): %s%s",
              (long long)n, n > 1 ? "s" : "", kind, ns, name, n > 1 ? "were" : "was",
              json_string_value(json_object_get(e, "names")), n > NAMES_SHOWN ? ", ..." : "");
-    struct op_event_ref ref = {json_string_value(json_object_get(e, "api")), kind, ns, name,
-                               NULL};
+    struct op_event_ref ref = {json_string_value(json_object_get(e, "api")), kind, ns, name, NULL};
     struct k8s_error err;
     if (op_event_post(a->c, &ref, "Warning", "PodsNotInjected", msg, a->identity, &err) < 0)
         k8s_log_json(K8S_LOG_WARN, "cannot post an event",
@@ -171,8 +171,7 @@ void op_audit_scan(struct op_audit *a, bool post_events)
         }
     }
     json_object_foreach(a->reported, key, e) /* forget workloads that are fine again */
-        if (!json_object_get(s.counts, key))
-            json_object_set_new(a->reported, key, json_integer(0));
+        if (!json_object_get(s.counts, key)) json_object_set_new(a->reported, key, json_integer(0));
     pthread_mutex_lock(&a->lock);
     json_decref(a->counts);
     a->counts = s.counts;

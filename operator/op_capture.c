@@ -28,7 +28,7 @@ struct run {
     bool interrupted; /* cancelled by shutdown: record as interrupted */
     bool discard;     /* the resource is gone: drop the results */
     struct op_host_result *results;
-    char **pods;      /* claimed "ns/pod", and the hosts' file names */
+    char **pods; /* claimed "ns/pod", and the hosts' file names */
     char **files;
     size_t n;
     int attempt;
@@ -161,8 +161,8 @@ static void event(struct op_capture *c, const json_t *obj, const char *type, con
 
 static void log_transition(const char *key, const char *phase, const char *msg)
 {
-    k8s_log_json(K8S_LOG_INFO, "capture", json_pack("{s:s, s:s, s:s}", "resource", key, "phase",
-                                                    phase, "message", msg));
+    k8s_log_json(K8S_LOG_INFO, "capture",
+                 json_pack("{s:s, s:s, s:s}", "resource", key, "phase", phase, "message", msg));
 }
 
 /* Write status; on success remember the new resourceVersion in run (if
@@ -202,8 +202,8 @@ static int fail_now(struct op_capture *c, const json_t *obj, const char *key, co
     json_object_set_new(st, "message", json_string(msg));
     json_object_set_new(st, "completionTime", json_string(when));
     json_object_set_new(st, "observedGeneration", json_integer(generation(obj)));
-    json_object_set_new(st, "captureResult", json_pack("{s:s, s:s}", "status", "Failed",
-                                                       "errorMessage", msg));
+    json_object_set_new(st, "captureResult",
+                        json_pack("{s:s, s:s}", "status", "Failed", "errorMessage", msg));
     if (!strcmp(reason, "InvalidSpec"))
         op_condition_set(st, "Valid", "False", reason, msg, generation(obj), now);
     op_condition_set(st, "Complete", "True", "Failed", msg, generation(obj), now);
@@ -240,7 +240,7 @@ static json_t *hosts_json(const struct run *r, const char *phase_override)
     json_t *hosts = json_array();
     for (size_t i = 0; hosts && i < r->n; i++) {
         const struct op_host_result *h = r->results ? &r->results[i] : NULL;
-        const char *phase = phase_override ? phase_override
+        const char *phase = phase_override          ? phase_override
                             : h->code == OP_GRPC_OK ? "Succeeded"
                                                     : "Failed";
         json_t *o = json_pack("{s:s, s:s}", "pod", strchr(r->pods[i], '/') + 1, "phase", phase);
@@ -290,8 +290,8 @@ static int finish(struct op_capture *c, struct run *run, const json_t *obj, cons
     json_object_set_new(st, "completionTime", json_string(when));
     json_object_set_new(st, "observedGeneration", json_integer(generation(obj)));
     json_object_set_new(st, "hosts", hosts_json(run, NULL));
-    json_t *res = json_pack("{s:s, s:s}", "status", ok ? "Succeeded" : "Failed",
-                            "outputLocation", where);
+    json_t *res =
+        json_pack("{s:s, s:s}", "status", ok ? "Succeeded" : "Failed", "outputLocation", where);
     if (res && !ok)
         json_object_set_new(res, "errorMessage", json_string(failures));
     json_object_set_new(st, "captureResult", res);
@@ -491,8 +491,8 @@ static json_t *running_status(struct op_capture *c, const struct dispatch *x, st
     return st;
 }
 
-static int submit(struct op_capture *c, const struct dispatch *x, struct run *run,
-                  const char *root, int64_t start_ns, struct k8s_error *err)
+static int submit(struct op_capture *c, const struct dispatch *x, struct run *run, const char *root,
+                  int64_t start_ns, struct k8s_error *err)
 {
     struct op_relay_target *tg = calloc(x->t->n, sizeof(*tg));
     if (!tg)
@@ -571,8 +571,8 @@ static enum op_result dispatch(struct op_capture *c, const struct dispatch *x, i
 
 /* Pending with msg; *ret (when not NULL) gets the object as written, or a
  * new reference to obj when nothing changed. */
-static int write_pending(struct op_capture *c, const json_t *obj, const char *key,
-                         const char *msg, bool ready, json_t **ret, struct k8s_error *err)
+static int write_pending(struct op_capture *c, const json_t *obj, const char *key, const char *msg,
+                         bool ready, json_t **ret, struct k8s_error *err)
 {
     time_t now = time(NULL);
     json_t *st = status_copy(obj);
@@ -667,8 +667,9 @@ static enum op_result resume(struct op_capture *c, const json_t *obj, const char
     const char *last = json_string_value(json_object_get(status, "message"));
     if (attempts > c->d.cfg->capture_max_retries || !session || strlen(session) != 19) {
         char msg[900];
-        snprintf(msg, sizeof(msg), "interrupted %lld time%s, no attempts left (--capture-max-"
-                                   "retries=%lld); last: %s",
+        snprintf(msg, sizeof(msg),
+                 "interrupted %lld time%s, no attempts left (--capture-max-"
+                 "retries=%lld); last: %s",
                  (long long)attempts, attempts == 1 ? "" : "s",
                  (long long)c->d.cfg->capture_max_retries, last ? last : "-");
         return fail_now(c, obj, key, "Interrupted", msg, err) < 0 ? OP_RETRY : OP_DONE;
@@ -734,8 +735,8 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
     return 0;
 }
 
-static enum op_result step(struct op_capture *c, const json_t *obj, const char *key,
-                           int64_t *after, struct k8s_error *err)
+static enum op_result step(struct op_capture *c, const json_t *obj, const char *key, int64_t *after,
+                           struct k8s_error *err)
 {
     const char *phase = op_str2(obj, "status", "phase");
     pthread_mutex_lock(&c->lock);
@@ -761,7 +762,8 @@ static enum op_result step(struct op_capture *c, const json_t *obj, const char *
         return OP_DONE;
     struct op_spec s;
     struct k8s_error verr;
-    struct op_spec_limits lim = {c->d.cfg->max_capture_duration_ns, c->d.cfg->allow_cross_namespace};
+    struct op_spec_limits lim = {c->d.cfg->max_capture_duration_ns,
+                                 c->d.cfg->allow_cross_namespace};
     if (op_spec_parse(obj, &lim, &s, &verr) < 0)
         return fail_now(c, obj, key, "InvalidSpec", verr.message, err) < 0 ? OP_RETRY : OP_DONE;
     enum op_result res = OP_DONE;

@@ -9,9 +9,9 @@
 #include "k8s_flags.h"
 #include "k8s_time.h"
 
-#define SEC       K8S_NSEC_PER_SEC
-#define SA_NS     "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-#define N_FLAGS   24
+#define SEC        K8S_NSEC_PER_SEC
+#define SA_NS      "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+#define N_FLAGS    24
 #define DEFAULT_NS "gke-mldiagnostics"
 
 void op_config_init(struct op_config *cfg)
@@ -52,8 +52,8 @@ static void flag_table(struct op_config *c, struct k8s_flag out[N_FLAGS])
         {"namespace", K8S_FLAG_STRING, &c->namespace,
          "watch only this namespace (resources, pods, workloads; default all)"},
         {"capture-max-retries", K8S_FLAG_INT, &c->capture_max_retries,
-         "retries after the first attempt, per host RPC and per interrupted capture (default 3)",
-         0, 100},
+         "retries after the first attempt, per host RPC and per interrupted capture (default 3)", 0,
+         100},
         {"max-capture-duration", K8S_FLAG_DURATION, &c->max_capture_duration_ns,
          "longest durationSeconds accepted (default 1h)", SEC, 48 * 3600 * SEC},
         {"allow-cross-namespace", K8S_FLAG_BOOL, &c->allow_cross_namespace,
@@ -71,8 +71,8 @@ static void flag_table(struct op_config *c, struct k8s_flag out[N_FLAGS])
          "how long a capture waits for its pods to be Running with an IP (default 1m0s)", SEC,
          3600 * SEC},
         {"audit-interval", K8S_FLAG_DURATION, &c->audit_interval_ns,
-         "how often pods of opted-in workloads are checked for injection (default 15s)",
-         SEC / 10, 3600 * SEC},
+         "how often pods of opted-in workloads are checked for injection (default 15s)", SEC / 10,
+         3600 * SEC},
         {"v", K8S_FLAG_INT, &c->verbosity, "log level 0 error .. 4 trace (default 2)", 0, 10},
         {NULL},
     };
@@ -139,8 +139,8 @@ int op_config_finish(struct op_config *cfg, struct k8s_error *reterr)
         return k8s_error_set(reterr, -K8S_EINVAL, "--leader-election-id must not be empty");
     free(cfg->lease_namespace);
     free(cfg->identity);
-    cfg->lease_namespace = *cfg->lease_namespace_flag ? strdup(cfg->lease_namespace_flag)
-                                                      : sa_namespace();
+    cfg->lease_namespace =
+        *cfg->lease_namespace_flag ? strdup(cfg->lease_namespace_flag) : sa_namespace();
     if (!cfg->lease_namespace)
         cfg->lease_namespace = strdup(DEFAULT_NS);
     cfg->identity = identity();

@@ -30,7 +30,7 @@ struct op_config {
     const char *lease_namespace_flag; /* --leader-election-namespace as given */
     const char *lease_name;
     int64_t workers;
-    int64_t shutdown_grace_ns; /* SIGTERM: time captures get to finish */
+    int64_t shutdown_grace_ns;    /* SIGTERM: time captures get to finish */
     int64_t pod_ready_timeout_ns; /* how long a capture waits for its pods */
     int64_t audit_interval_ns;
     int64_t verbosity;

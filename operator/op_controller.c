@@ -29,20 +29,21 @@ static const struct k8s_json_filter pod_labels[] = {{"jobset.sigs.k8s.io/jobset-
                                                     {NULL}};
 static const struct k8s_json_filter pod_annotations[] = {
     {"diagon.gke.io/injection", NULL}, {"managed-mldiagnostics-gke", NULL}, {NULL}};
-static const struct k8s_json_filter pod_meta[] = {
-    {"name", NULL},   {"namespace", NULL},        {"uid", NULL},
-    {"resourceVersion", NULL}, {"deletionTimestamp", NULL}, {"labels", pod_labels},
-    {"annotations", pod_annotations}, {NULL}};
+static const struct k8s_json_filter pod_meta[] = {{"name", NULL},
+                                                  {"namespace", NULL},
+                                                  {"uid", NULL},
+                                                  {"resourceVersion", NULL},
+                                                  {"deletionTimestamp", NULL},
+                                                  {"labels", pod_labels},
+                                                  {"annotations", pod_annotations},
+                                                  {NULL}};
 static const struct k8s_json_filter pod_spec[] = {{"hostname", NULL}, {NULL}};
 static const struct k8s_json_filter pod_status[] = {{"phase", NULL}, {"podIP", NULL}, {NULL}};
 static const struct k8s_json_filter pod_keep[] = {
     {"metadata", pod_meta}, {"spec", pod_spec}, {"status", pod_status}, {NULL}};
-static const struct k8s_json_filter wl_meta[] = {{"name", NULL},
-                                                 {"namespace", NULL},
-                                                 {"uid", NULL},
-                                                 {"resourceVersion", NULL},
-                                                 {"labels", opt_label},
-                                                 {NULL}};
+static const struct k8s_json_filter wl_meta[] = {{"name", NULL},        {"namespace", NULL},
+                                                 {"uid", NULL},         {"resourceVersion", NULL},
+                                                 {"labels", opt_label}, {NULL}};
 static const struct k8s_json_filter wl_keep[] = {{"metadata", wl_meta}, {NULL}};
 static const struct k8s_json_filter rayjob_status[] = {{"rayClusterName", NULL}, {NULL}};
 static const struct k8s_json_filter rayjob_keep[] = {
@@ -154,8 +155,8 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
     switch (st) {
     case K8S_WATCH_SYNCED:
         k8s_log_json(K8S_LOG_INFO, "cache synced",
-                     json_pack("{s:s, s:I}", "resource", res,
-                               "objects", (json_int_t)k8s_store_size(src->store)));
+                     json_pack("{s:s, s:I}", "resource", res, "objects",
+                               (json_int_t)k8s_store_size(src->store)));
         break;
     case K8S_WATCH_ABSENT:
         k8s_log_json(K8S_LOG_WARN, "resource not served (CRD not installed?); retrying later",
@@ -163,8 +164,7 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
         break;
     case K8S_WATCH_FAILED:
         k8s_log_json(K8S_LOG_WARN, "watch failed; retrying",
-                     json_pack("{s:s, s:s}", "resource", res, "error",
-                               err ? err->message : ""));
+                     json_pack("{s:s, s:s}", "resource", res, "error", err ? err->message : ""));
         break;
     case K8S_WATCH_RELISTING:
         k8s_log_json(K8S_LOG_INFO, "resourceVersion expired; listing again",
@@ -247,8 +247,8 @@ static void register_metrics(struct op_controller *c)
         snprintf(labels, sizeof(labels), "resource=\"%s\"", sources[i].resource);
         k8s_metrics_counter_fn(m, "mldiagnostics_operator_watch_restarts_total",
                                "Watches (re)started per resource.", labels, restarts, &c->src[i]);
-        k8s_metrics_gauge_fn(m, "mldiagnostics_operator_cache_objects",
-                             "Objects in each cache.", labels, objects, &c->src[i]);
+        k8s_metrics_gauge_fn(m, "mldiagnostics_operator_cache_objects", "Objects in each cache.",
+                             labels, objects, &c->src[i]);
     }
 }
 
@@ -292,13 +292,14 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&c->cond, &ca);
     pthread_condattr_destroy(&ca);
-    int r = (c->queue = op_queue_new(NULL)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    int r =
+        (c->queue = op_queue_new(NULL)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     r = r ? r : op_relay_new(&c->relay, reterr);
     for (int k = 0; r == 0 && k < N_SRC; k++)
         r = start_source(c, (enum src_kind)k, reterr);
     if (r == 0) {
-        struct op_capture_deps d = {client, c->src[SRC_CONNS].store, stores_now, c, c->relay,
-                                    c->queue, cfg, metrics};
+        struct op_capture_deps d = {
+            client, c->src[SRC_CONNS].store, stores_now, c, c->relay, c->queue, cfg, metrics};
         r = op_capture_new(&d, &c->capture);
     }
     if (r == 0 && !(c->audit = op_audit_new(client, stores_now, c, metrics, cfg->identity)))

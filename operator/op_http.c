@@ -69,7 +69,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
             return reply(conn, 200, "text/plain", "ok\n", 3, MHD_RESPMEM_PERSISTENT);
         char *msg = NULL;
         int n = asprintf(&msg, "not ready: %s\n", why);
-        return n < 0 ? MHD_NO : reply(conn, 503, "text/plain", msg, (size_t)n, MHD_RESPMEM_MUST_FREE);
+        return n < 0 ? MHD_NO
+                     : reply(conn, 503, "text/plain", msg, (size_t)n, MHD_RESPMEM_MUST_FREE);
     }
     if (!strcmp(url, "/metrics") && h->m)
         return metrics(h, conn);

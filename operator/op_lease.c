@@ -20,9 +20,9 @@ struct op_lease {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stop;
-    bool leading;           /* atomic reads */
-    int64_t last_renew;     /* monotonic ns of the last successful write */
-    json_t *held;           /* the Lease as last written by us (owned) */
+    bool leading;       /* atomic reads */
+    int64_t last_renew; /* monotonic ns of the last successful write */
+    json_t *held;       /* the Lease as last written by us (owned) */
     struct op_lease_observed obs;
 };
 
@@ -54,20 +54,19 @@ static json_t *our_spec(struct op_lease *l, const json_t *old, bool release)
     const json_t *acquired = json_object_get(old, "acquireTime");
     if (!ours && old)
         transitions++;
-    return json_pack("{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", release ? "" : l->identity,
-                     "leaseDurationSeconds", (json_int_t)(release ? 1 : l->lease_ns / SEC),
-                     "acquireTime",
-                     ours && json_is_string(acquired) && !release ? json_string_value(acquired)
-                                                                  : now,
-                     "renewTime", now, "leaseTransitions", transitions);
+    return json_pack(
+        "{s:s, s:I, s:s, s:s, s:I}", "holderIdentity", release ? "" : l->identity,
+        "leaseDurationSeconds", (json_int_t)(release ? 1 : l->lease_ns / SEC), "acquireTime",
+        ours && json_is_string(acquired) && !release ? json_string_value(acquired) : now,
+        "renewTime", now, "leaseTransitions", transitions);
 }
 
 static int create_lease(struct op_lease *l, json_t **ret, struct k8s_error *err)
 {
     json_t *spec = our_spec(l, NULL, false);
-    json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "coordination.k8s.io/v1",
-                            "kind", "Lease", "metadata", "name", l->name, "namespace", l->ns,
-                            "spec", spec);
+    json_t *obj =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "coordination.k8s.io/v1", "kind",
+                  "Lease", "metadata", "name", l->name, "namespace", l->ns, "spec", spec);
     int r = obj ? k8s_send_json(l->c, "POST", l->collection, NULL, obj, 5000, ret, err)
                 : k8s_error_set(err, -K8S_ENOMEM, "out of memory");
     json_decref(obj);
@@ -149,8 +148,7 @@ static void *run(void *arg)
         int r = try_acquire_or_renew(l, &err);
         if (r == 0) {
             set_leading(l, true, NULL);
-        } else if (op_lease_leading(l) &&
-                   k8s_mono_ns() - l->last_renew >= l->renew_deadline_ns) {
+        } else if (op_lease_leading(l) && k8s_mono_ns() - l->last_renew >= l->renew_deadline_ns) {
             if (r > 0)
                 k8s_error_set(&err, -K8S_ECONFLICT, "the Lease %s/%s was taken over", l->ns,
                               l->name);

@@ -25,7 +25,7 @@
 #include "k8s_err.h"
 
 struct op_lease_opts {
-    const char *namespace, *name, *identity; /* copied */
+    const char *namespace, *name, *identity;       /* copied */
     int64_t lease_ns, renew_deadline_ns, retry_ns; /* 0: 15 s, 10 s, 2 s */
 };
 
@@ -36,8 +36,8 @@ typedef void (*op_lease_fn)(void *ud, bool leading, const struct k8s_error *err)
 struct op_lease;
 
 /* Start campaigning (client borrowed). -K8S_ENOMEM / -K8S_EIO. */
-int op_lease_start(struct k8s_client *c, const struct op_lease_opts *opts, op_lease_fn fn,
-                   void *ud, struct op_lease **ret) K8S_MUST_CHECK;
+int op_lease_start(struct k8s_client *c, const struct op_lease_opts *opts, op_lease_fn fn, void *ud,
+                   struct op_lease **ret) K8S_MUST_CHECK;
 
 bool op_lease_leading(const struct op_lease *l);
 
@@ -48,8 +48,8 @@ void op_lease_free(struct op_lease *l);
 /* ---- the decision, exposed for tests ---- */
 
 struct op_lease_observed {
-    json_t *spec;     /* the last spec seen (owned), NULL before the first read */
-    int64_t seen_ns;  /* monotonic time it was first seen with this content */
+    json_t *spec;    /* the last spec seen (owned), NULL before the first read */
+    int64_t seen_ns; /* monotonic time it was first seen with this content */
 };
 
 /* May `me` take or renew a Lease whose current spec is `spec` (borrowed),

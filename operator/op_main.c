@@ -113,8 +113,8 @@ struct listeners {
     struct op_http *health, *metrics;
 };
 
-static int listen_all(const struct op_config *cfg, struct k8s_metrics *m,
-                      struct op_controller *ctl, struct listeners *out)
+static int listen_all(const struct op_config *cfg, struct k8s_metrics *m, struct op_controller *ctl,
+                      struct listeners *out)
 {
     struct k8s_error err = {0};
     int r = 0;
@@ -194,8 +194,7 @@ int main(int argc, char **argv)
     k8s_log_json(K8S_LOG_INFO, "started",
                  json_pack("{s:s, s:s, s:b, s:s, s:s}", "version", MLD_VERSION, "identity",
                            cfg.identity, "leaderElection", cfg.leader_elect, "namespace",
-                           *cfg.namespace ? cfg.namespace : "(all)", "lease",
-                           cfg.lease_namespace));
+                           *cfg.namespace ? cfg.namespace : "(all)", "lease", cfg.lease_namespace));
     if (run(&cfg, ctl, &stop) == 0) {
         op_controller_shutdown(ctl, cfg.shutdown_grace_ns);
         code = 0;

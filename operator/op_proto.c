@@ -45,7 +45,7 @@ static int field_string(struct k8s_buf *b, unsigned field, const char *s)
 /* ProfileOptions, in field order. */
 static int encode_options(const struct op_profile_request *rq, struct k8s_buf *b)
 {
-    int r = field_varint(b, 1, 1); /* include_dataset_ops */
+    int r = field_varint(b, 1, 1);     /* include_dataset_ops */
     r = r ? r : field_varint(b, 2, 2); /* host_tracer_level */
     r = r ? r : field_varint(b, 3, 1); /* device_tracer_level */
     r = r ? r : field_varint(b, 4, 1); /* python_tracer_level */
@@ -268,11 +268,22 @@ void op_grpc_message_decode(const char *in, size_t n, char *out, size_t cap)
 
 const char *op_grpc_code_name(int code)
 {
-    static const char *const names[] = {
-        "OK",        "CANCELLED",         "UNKNOWN",           "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",    "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-        "UNIMPLEMENTED", "INTERNAL",      "UNAVAILABLE",       "DATA_LOSS",
-        "UNAUTHENTICATED"};
+    static const char *const names[] = {"OK",
+                                        "CANCELLED",
+                                        "UNKNOWN",
+                                        "INVALID_ARGUMENT",
+                                        "DEADLINE_EXCEEDED",
+                                        "NOT_FOUND",
+                                        "ALREADY_EXISTS",
+                                        "PERMISSION_DENIED",
+                                        "RESOURCE_EXHAUSTED",
+                                        "FAILED_PRECONDITION",
+                                        "ABORTED",
+                                        "OUT_OF_RANGE",
+                                        "UNIMPLEMENTED",
+                                        "INTERNAL",
+                                        "UNAVAILABLE",
+                                        "DATA_LOSS",
+                                        "UNAUTHENTICATED"};
     return code >= 0 && code <= 16 ? names[code] : "UNKNOWN_CODE";
 }

@@ -10,9 +10,9 @@
 
 struct item {
     char *key;
-    bool queued;     /* in the ready FIFO */
-    bool processing; /* handed to a worker, not done yet */
-    bool dirty;      /* added while processing: queue again on done */
+    bool queued;      /* in the ready FIFO */
+    bool processing;  /* handed to a worker, not done yet */
+    bool dirty;       /* added while processing: queue again on done */
     int64_t ready_at; /* > 0: waiting in the delay heap until then */
     size_t heap_at;   /* index in the heap while waiting */
     int failures;

@@ -11,12 +11,12 @@
 #include "k8s_time.h"
 #include "op_proto.h"
 
-#define MAX_REPLY       (4 << 20)
-#define CONNECT_MS      5000
-#define MARGIN_MS       5000 /* curl's own timeout: the server's deadline plus this */
-#define RETRY_FIRST_MS  1000
-#define POLL_MS         1000
-#define USER_AGENT      "mldiagnostics-operator/" MLD_VERSION
+#define MAX_REPLY      (4 << 20)
+#define CONNECT_MS     5000
+#define MARGIN_MS      5000 /* curl's own timeout: the server's deadline plus this */
+#define RETRY_FIRST_MS 1000
+#define POLL_MS        1000
+#define USER_AGENT     "mldiagnostics-operator/" MLD_VERSION
 
 struct batch;
 
@@ -112,8 +112,8 @@ static struct curl_slist *headers_for(int64_t remaining_ms)
     op_grpc_timeout(remaining_ms, timeout);
     snprintf(line, sizeof(line), "grpc-timeout: %s", timeout);
     struct curl_slist *l = NULL, *t;
-    const char *lines[] = {"Content-Type: application/grpc", "TE: trailers", line, "Accept:",
-                           "Expect:"};
+    const char *lines[] = {"Content-Type: application/grpc", "TE: trailers", line,
+                           "Accept:", "Expect:"};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         if (!(t = k8s_curl.slist_append(l, lines[i]))) {
             k8s_curl.slist_free_all(l);
@@ -237,11 +237,11 @@ static bool classify(struct host *h, CURLcode cc, struct op_host_result *res)
     }
     if (cc != CURLE_OK && h->grpc_status < 0) {
         bool conn = connection_failure(cc);
-        res->code = conn ? OP_GRPC_UNAVAILABLE
-                         : cc == CURLE_WRITE_ERROR || cc == CURLE_HTTP2_STREAM ? OP_GRPC_INTERNAL
-                                                                               : OP_GRPC_UNKNOWN;
+        res->code = conn                                                  ? OP_GRPC_UNAVAILABLE
+                    : cc == CURLE_WRITE_ERROR || cc == CURLE_HTTP2_STREAM ? OP_GRPC_INTERNAL
+                                                                          : OP_GRPC_UNKNOWN;
         snprintf(res->message, sizeof(res->message), "%s",
-                 cc == CURLE_WRITE_ERROR      ? "reply larger than 4 MiB"
+                 cc == CURLE_WRITE_ERROR    ? "reply larger than 4 MiB"
                  : cc == CURLE_HTTP2_STREAM ? "stream reset by the profiler"
                                             : k8s_curl.easy_strerror(cc));
         return conn;
@@ -417,8 +417,7 @@ static int64_t due_retries(struct op_relay *r, int64_t now)
             if (h->retry_at <= now) {
                 if (start_attempt(r, h, now) < 0) {
                     b->results[i].code = OP_GRPC_INTERNAL;
-                    snprintf(b->results[i].message, sizeof(b->results[i].message),
-                             "out of memory");
+                    snprintf(b->results[i].message, sizeof(b->results[i].message), "out of memory");
                     bool last = b->left == 1;
                     finish_host(r, h);
                     if (last)

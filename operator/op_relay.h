@@ -45,12 +45,12 @@ struct op_batch_spec {
 };
 
 struct op_host_result {
-    int code;           /* enum op_grpc_code */
-    char message[320];  /* grpc-message, or what went wrong locally */
-    int attempts;       /* RPCs sent (1 + retries) */
-    int64_t sent_ns;    /* unix ns the first attempt started */
-    int64_t done_ns;    /* unix ns of the outcome */
-    bool empty_trace;   /* OK replies: the profiler collected nothing */
+    int code;          /* enum op_grpc_code */
+    char message[320]; /* grpc-message, or what went wrong locally */
+    int attempts;      /* RPCs sent (1 + retries) */
+    int64_t sent_ns;   /* unix ns the first attempt started */
+    int64_t done_ns;   /* unix ns of the outcome */
+    bool empty_trace;  /* OK replies: the profiler collected nothing */
 };
 
 typedef void (*op_batch_done_fn)(void *ud, uint64_t id, const struct op_host_result *results,

@@ -68,8 +68,8 @@ void op_spec_done(struct op_spec *s)
 }
 
 /* An integer field within [lo, hi]; required. */
-static int int_field(const json_t *tc, const char *name, long long lo, long long hi,
-                     long long *ret, struct k8s_error *reterr)
+static int int_field(const json_t *tc, const char *name, long long lo, long long hi, long long *ret,
+                     struct k8s_error *reterr)
 {
     const json_t *v = json_object_get(tc, name);
     if (!v || json_is_null(v))
@@ -112,8 +112,7 @@ static int split_pods(struct op_spec *s, const char *list, struct k8s_error *ret
     for (const char *c = list; *c; c++)
         cap += *c == ',';
     if (cap > OP_MAX_TARGETS)
-        return k8s_error_set(reterr, -K8S_EINVAL, F "podName: more than %d pods",
-                             OP_MAX_TARGETS);
+        return k8s_error_set(reterr, -K8S_EINVAL, F "podName: more than %d pods", OP_MAX_TARGETS);
     if (!(s->pods = calloc(cap, sizeof(*s->pods))))
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     for (const char *p = list;;) {
@@ -258,8 +257,7 @@ static int parse(const json_t *tc, const char *own, const struct op_spec_limits 
         return k8s_error_set(reterr, -K8S_EINVAL,
                              F "podName and " F "workloadRef: set one of them, not both");
     if (!has_ref && (!pods || !*pods))
-        return k8s_error_set(reterr, -K8S_EINVAL,
-                             F "podName: required (or " F "workloadRef)");
+        return k8s_error_set(reterr, -K8S_EINVAL, F "podName: required (or " F "workloadRef)");
     r = has_ref ? workload_ref(s, ref, reterr) : split_pods(s, pods, reterr);
     r = r ? r : namespace_rule(s, own, pod_ns, lim, reterr);
     return r ? r : storage(s, loc, reterr);
@@ -270,8 +268,8 @@ int op_spec_parse(const json_t *obj, const struct op_spec_limits *lim, struct op
 {
     const json_t *spec = json_object_get(obj, "spec");
     const json_t *tc = json_object_get(spec, "triggerCapture");
-    const char *own = json_string_value(
-        json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    const char *own =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
     if (!json_is_object(spec))
         return k8s_error_set(reterr, -K8S_EINVAL, "spec: required");
     if (!json_is_object(tc))

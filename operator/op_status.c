@@ -37,9 +37,9 @@ void op_condition_set(json_t *status, const char *type, const char *cstatus, con
     const char *was = c ? json_string_value(json_object_get(c, "status")) : NULL;
     char when[21];
     k8s_time_rfc3339(now, when);
-    json_t *fresh = json_pack("{s:s, s:s, s:s, s:s, s:I}", "type", type, "status", cstatus,
-                              "reason", reason, "message", message, "observedGeneration",
-                              generation);
+    json_t *fresh =
+        json_pack("{s:s, s:s, s:s, s:s, s:I}", "type", type, "status", cstatus, "reason", reason,
+                  "message", message, "observedGeneration", generation);
     if (!fresh)
         return;
     const json_t *old_time = c ? json_object_get(c, "lastTransitionTime") : NULL;

@@ -174,8 +174,7 @@ static void named_pods(const struct op_spec *s, const struct op_stores *st, stru
     snprintf(list, sizeof(list), "%s", t->why);
     t->state = OP_TARGETS_FAIL;
     snprintf(t->why, sizeof(t->why), "pod%s not found in namespace %s: %s%s",
-             missing > 1 ? "s" : "", s->pod_namespace, list,
-             missing > LIST_MAX ? ", ..." : "");
+             missing > 1 ? "s" : "", s->pod_namespace, list, missing > LIST_MAX ? ", ..." : "");
 }
 
 /* ---------- readiness and the result ---------- */
@@ -221,8 +220,7 @@ static int fill(struct found *f, struct op_targets *t)
     return 0;
 }
 
-int op_targets_resolve(const struct op_spec *s, const struct op_stores *st,
-                       struct op_targets *ret)
+int op_targets_resolve(const struct op_spec *s, const struct op_stores *st, struct op_targets *ret)
 {
     struct op_targets t = {.state = OP_TARGETS_READY};
     struct found f = {0};

@@ -37,11 +37,21 @@ Test(op_config, defaults)
 Test(op_config, the_seed_chart_args)
 {
     struct op_config c;
-    char *argv[] = {"op", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
-                    "--sidecar-timeout=65m", "--disable-hostname-override", "--leader-elect",
-                    "--capture-max-retries", "5", "--max-capture-duration=1h30m",
-                    "--namespace=ml", "--allow-cross-namespace=true",
-                    "--leader-election-namespace", "ops", "--leader-election-id=x", "-v=4"};
+    char *argv[] = {"op",
+                    "--metrics-bind-address=:8443",
+                    "--health-probe-bind-address=:8081",
+                    "--sidecar-timeout=65m",
+                    "--disable-hostname-override",
+                    "--leader-elect",
+                    "--capture-max-retries",
+                    "5",
+                    "--max-capture-duration=1h30m",
+                    "--namespace=ml",
+                    "--allow-cross-namespace=true",
+                    "--leader-election-namespace",
+                    "ops",
+                    "--leader-election-id=x",
+                    "-v=4"};
     setenv("POD_NAME", "op-7d9f-abc", 1);
     cr_assert_eq(parse(&c, sizeof(argv) / sizeof(argv[0]), argv, NULL), 0);
     cr_assert_str_eq(c.metrics_bind_address, ":8443");

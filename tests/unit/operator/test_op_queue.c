@@ -78,8 +78,8 @@ Test(op_queue, delays_and_the_earliest_wins)
 
 Test(op_queue, per_key_backoff_doubles_and_forget_resets)
 {
-    struct op_queue_opts o = {.base_delay_ns = 20 * MS, .max_delay_ns = 80 * MS, .qps = 1000,
-                              .burst = 1000};
+    struct op_queue_opts o = {
+        .base_delay_ns = 20 * MS, .max_delay_ns = 80 * MS, .qps = 1000, .burst = 1000};
     struct op_queue *q = op_queue_new(&o);
     int64_t want[] = {20, 40, 80, 80}; /* capped at max */
     for (int i = 0; i < 4; i++) {

@@ -38,13 +38,14 @@ static json_t *object_for(const json_t *c)
         if (json_is_null(v))
             json_object_del(tc, k);
         else if (json_is_string(v) && !strcmp(json_string_value(v), "@LONG@"))
-            json_object_set_new(tc, k, json_string("a-very-long-name-that-is-longer-than-the-"
-                                                   "two-hundred-fifty-three-characters-a-dns-"
-                                                   "subdomain-may-have-xxxxxxxxxxxxxxxxxxxxxx"
-                                                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                                   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-                                                   "xxxxxxxx"));
+            json_object_set_new(tc, k,
+                                json_string("a-very-long-name-that-is-longer-than-the-"
+                                            "two-hundred-fifty-three-characters-a-dns-"
+                                            "subdomain-may-have-xxxxxxxxxxxxxxxxxxxxxx"
+                                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+                                            "xxxxxxxx"));
         else
             json_object_set(tc, k, v);
     }
