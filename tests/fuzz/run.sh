@@ -1,7 +1,8 @@
 #!/bin/sh
 # make fuzz: run each libFuzzer target for N seconds, seeded from the test
 # fixtures (AdmissionReviews, upstream objects wrapped in reviews, RFC 6902
-# documents). Crashes land in tests/fuzz/out/ and fail the run.
+# documents; profiler replies for fuzz_proto). Crashes land in
+# tests/fuzz/out/ and fail the run.
 set -eu
 BIN=$1
 SECONDS_EACH=${2:-60}
@@ -11,10 +12,12 @@ mkdir -p "$OUT"
 SEEDS=$(mktemp -d)
 trap 'rm -rf "$SEEDS"' EXIT
 python3 "$HERE/make_seeds.py" "$HERE/../fixtures" "$SEEDS"
-for t in fuzz_admit fuzz_jsonload fuzz_watch; do
+for t in fuzz_admit fuzz_jsonload fuzz_watch fuzz_proto; do
   mkdir -p "$OUT/corpus-$t"
+  seeds=$SEEDS
+  [ "$t" = fuzz_proto ] && seeds=$HERE/../fixtures/unit/op_proto
   echo "== $t for ${SECONDS_EACH}s"
   "$BIN/$t" -max_total_time="$SECONDS_EACH" -max_len=262144 -timeout=10 \
-    -artifact_prefix="$OUT/$t-" "$OUT/corpus-$t" "$SEEDS"
+    -artifact_prefix="$OUT/$t-" "$OUT/corpus-$t" "$seeds"
 done
 echo "== fuzzing found nothing"

@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "fakes"))
 from fake_apiserver import FakeApiServer  # noqa: E402
 from fake_profiler import FakeProfiler  # noqa: E402
+import crdcheck  # noqa: E402
 from harness import SLOW, Operator, free_port  # noqa: E402
 
 CONN = ("diagon.gke.io", "v1alpha1", "mldiagnosticsconnections")
@@ -67,6 +68,7 @@ class OperatorTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        cls.crd, cls.schema = crdcheck.load_schema()
         cls.tmp = tempfile.mkdtemp(prefix="mld-optest-")
         cls.api = FakeApiServer()
         cls.api.register_ml_crds()
@@ -123,6 +125,9 @@ class OperatorTest(unittest.TestCase):
         self.assertIsNotNone(o, "%s never reached %s: %s\n%s" % (
             name, phases, self.get(name, ns).get("status"), self.op.logs()[-3000:] if self.op
             else ""))
+        # what the operator writes must pass the CRD's schema untouched
+        errors = crdcheck.validate(o["status"], self.schema["properties"]["status"], "status")
+        self.assertEqual(errors, [], o["status"])
         return o
 
     def events(self, name, ns=NS):

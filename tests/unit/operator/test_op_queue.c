@@ -188,7 +188,7 @@ Test(op_queue, never_two_workers_on_one_key, .timeout = 60)
     for (int i = 0; i < 4; i++)
         pthread_join(w[i], NULL);
     cr_assert_eq(s.overlap, 0, "a key was processed by two workers at once");
-    cr_assert_gt(s.processed, 8, "work was done");
+    cr_assert_geq(s.processed, 8, "every key was processed");
     cr_assert_lt(s.processed, 12000, "adds of a waiting key were merged");
     op_queue_free(s.q);
 }

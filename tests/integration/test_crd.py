@@ -1,0 +1,89 @@
+"""The MLDiagnosticsConnection CRD (manifests/crd/): upstream-compatible
+names, fields and enums (DESIGN §4.1), the additive extensions, and the
+schema's verdicts on valid and invalid resources (tests/tools/crdcheck.py
+stands in for the API server's structural-schema validation)."""
+import copy
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import crdcheck  # noqa: E402
+
+GOOD = {"apiVersion": "diagon.gke.io/v1alpha1", "kind": "MLDiagnosticsConnection",
+        "metadata": {"name": "c", "namespace": "ml"},
+        "spec": {"triggerCapture": {"capturePort": 9999, "durationSeconds": 30,
+                                    "podName": "a,b", "podNamespace": "ml",
+                                    "profiler": "google_cloud_mldiagnostics",
+                                    "storageLocation": "gs://bucket/run"}}}
+
+
+class CrdTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.crd, cls.schema = crdcheck.load_schema()
+
+    def errors(self, obj):
+        return crdcheck.validate(obj, self.schema)
+
+    def test_names_and_serving(self):
+        spec = self.crd["spec"]
+        self.assertEqual(self.crd["metadata"]["name"], "mldiagnosticsconnections.diagon.gke.io")
+        self.assertEqual(spec["group"], "diagon.gke.io")
+        self.assertEqual(spec["scope"], "Namespaced")
+        self.assertEqual(spec["names"]["kind"], "MLDiagnosticsConnection")
+        self.assertEqual(spec["names"]["plural"], "mldiagnosticsconnections")
+        self.assertEqual(spec["names"]["shortNames"], ["mldc"])
+        (v,) = spec["versions"]
+        self.assertEqual((v["name"], v["served"], v["storage"]), ("v1alpha1", True, True))
+        self.assertEqual(v["subresources"], {"status": {}})
+        cols = {c["name"]: c["jsonPath"] for c in v["additionalPrinterColumns"]}
+        self.assertEqual(cols, {"Status": ".status.phase", "Age": ".metadata.creationTimestamp"})
+
+    def test_upstream_fields_and_enums(self):
+        tc = self.schema["properties"]["spec"]["properties"]["triggerCapture"]
+        props = tc["properties"]
+        for f in ("capturePort", "durationSeconds", "podName", "podNamespace", "profiler",
+                  "storageLocation"):
+            self.assertIn(f, props)
+        self.assertEqual(props["capturePort"]["format"], "int32")
+        self.assertEqual(props["durationSeconds"]["minimum"], 1)
+        self.assertEqual(props["profiler"]["enum"], ["google_cloud_mldiagnostics"])
+        st = self.schema["properties"]["status"]["properties"]
+        self.assertEqual(st["phase"]["enum"], ["Pending", "Running", "Succeeded", "Failed"])
+        self.assertEqual(st["captureResult"]["properties"]["status"]["enum"],
+                         ["Succeeded", "Failed", "Unknown"])
+        for f in ("message", "startTime", "completionTime"):
+            self.assertIn(f, st)
+        for ext in ("hosts", "attempts", "sessionId", "observedGeneration", "conditions"):
+            self.assertIn(ext, st)
+            self.assertNotIn(ext, self.schema["properties"]["status"].get("required", []))
+
+    def test_upstream_resources_stay_valid(self):
+        self.assertEqual(self.errors(GOOD), [])
+
+    def test_workload_ref_instead_of_pod_names(self):
+        o = copy.deepcopy(GOOD)
+        del o["spec"]["triggerCapture"]["podName"]
+        o["spec"]["triggerCapture"]["workloadRef"] = {"kind": "JobSet", "name": "llama"}
+        self.assertEqual(self.errors(o), [])
+        o["spec"]["triggerCapture"]["podName"] = "a"
+        self.assertIn("set exactly one of podName and workloadRef", str(self.errors(o)))
+        o["spec"]["triggerCapture"]["workloadRef"]["kind"] = "Deployment"
+        self.assertIn("not in", str(self.errors(o)))
+
+    def test_invalid_resources(self):
+        for field, value, why in (("capturePort", 0, "below"), ("capturePort", 70000, "above"),
+                                  ("durationSeconds", 0, "below"), ("profiler", "x", "not in"),
+                                  ("capturePort", "9999", "integer")):
+            o = copy.deepcopy(GOOD)
+            o["spec"]["triggerCapture"][field] = value
+            self.assertIn(why, str(self.errors(o)), (field, value))
+        o = copy.deepcopy(GOOD)
+        del o["spec"]["triggerCapture"]["storageLocation"]
+        self.assertIn("storageLocation: required", str(self.errors(o)))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
