@@ -4,7 +4,8 @@
 #               fails if a .c/.h file is not clang-formatted (make format)
 #   make run    self-signed cert, standalone webhook on https://127.0.0.1:8443,
 #               one sample admission printed, serves until Ctrl-C
-#   make bench  webhook vs a Go net/http peer vs nginx (wrk over TLS)
+#   make bench  webhook vs a Go net/http peer vs nginx (wrk over TLS); the
+#               operator's capture across 1,536 profilers with 10,000 pods cached
 #   make fuzz   libFuzzer targets (clang), seeded from fixtures
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -44,6 +45,7 @@ bench:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 	tests/bench/run.sh $(BUILD)/bin
+	/usr/bin/python3 tests/bench/operator_bench.py $(BUILD)/bin
 
 fuzz:
 	@scripts/deps.sh fuzz

@@ -42,6 +42,7 @@ static void load(void)
     RESOLVE(multi_add_handle, "curl_multi_add_handle");
     RESOLVE(multi_remove_handle, "curl_multi_remove_handle");
     RESOLVE(multi_perform, "curl_multi_perform");
+    RESOLVE(multi_socket_action, "curl_multi_socket_action");
     RESOLVE(multi_poll, "curl_multi_poll");
     RESOLVE(multi_wakeup, "curl_multi_wakeup");
     RESOLVE(multi_info_read, "curl_multi_info_read");

@@ -36,6 +36,7 @@ struct k8s_curl_api {
     CURLMcode (*multi_add_handle)(CURLM *m, CURL *h);
     CURLMcode (*multi_remove_handle)(CURLM *m, CURL *h);
     CURLMcode (*multi_perform)(CURLM *m, int *running);
+    CURLMcode (*multi_socket_action)(CURLM *m, curl_socket_t s, int ev_bitmask, int *running);
     CURLMcode (*multi_poll)(CURLM *m, struct curl_waitfd *extra, unsigned n, int timeout_ms,
                             int *numfds);
     CURLMcode (*multi_wakeup)(CURLM *m);

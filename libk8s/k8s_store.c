@@ -11,8 +11,43 @@
 
 struct k8s_store {
     pthread_rwlock_t lock;
-    json_t *map; /* key → object */
+    json_t *map; /* key → object (as transformed) */
+    k8s_store_transform_fn transform;
 };
+
+void k8s_store_set_transform(struct k8s_store *s, k8s_store_transform_fn fn)
+{
+    s->transform = fn;
+}
+
+/* What to keep of obj (a new reference; NULL: nothing). */
+static json_t *kept(const struct k8s_store *s, json_t *obj)
+{
+    return s->transform ? s->transform(obj) : json_incref(obj);
+}
+
+void k8s_store_stage(struct k8s_store *s, json_t *staging, json_t *obj)
+{
+    char key[KEY_MAX];
+    if (!k8s_store_key(obj, key, sizeof(key)))
+        return;
+    struct k8s_arena *a = k8s_arena_pause();
+    json_t *keep = kept(s, obj);
+    if (keep)
+        json_object_set_new(staging, key, keep);
+    k8s_arena_resume(a);
+}
+
+void k8s_store_replace_staged(struct k8s_store *s, json_t *staging)
+{
+    if (!staging)
+        return; /* out of memory: keep what we had */
+    pthread_rwlock_wrlock(&s->lock);
+    json_t *old = s->map;
+    s->map = staging;
+    pthread_rwlock_unlock(&s->lock);
+    json_decref(old); /* outside the lock: readers hold their own references */
+}
 
 struct k8s_store *k8s_store_new(void)
 {
@@ -50,20 +85,12 @@ bool k8s_store_key(const json_t *obj, char *out, size_t cap)
 void k8s_store_replace_new(struct k8s_store *s, json_t *items)
 {
     struct k8s_arena *a = k8s_arena_pause();
-    json_t *map = json_object();
+    json_t *staging = json_object();
     size_t i;
     json_t *obj;
-    char key[KEY_MAX];
-    json_array_foreach(items, i, obj) if (map && k8s_store_key(obj, key, sizeof(key)))
-        json_object_set(map, key, obj);
+    json_array_foreach(items, i, obj) if (staging) k8s_store_stage(s, staging, obj);
     json_decref(items);
-    if (map) { /* out of memory: keep what we had */
-        pthread_rwlock_wrlock(&s->lock);
-        json_t *old = s->map;
-        s->map = map;
-        pthread_rwlock_unlock(&s->lock);
-        json_decref(old); /* outside the lock: readers hold their own references */
-    }
+    k8s_store_replace_staged(s, staging);
     k8s_arena_resume(a);
 }
 
@@ -75,9 +102,14 @@ void k8s_store_put_new(struct k8s_store *s, json_t *obj)
         return;
     }
     struct k8s_arena *a = k8s_arena_pause();
+    json_t *keep = kept(s, obj);
+    json_decref(obj);
     pthread_rwlock_wrlock(&s->lock);
     json_t *old = json_incref(json_object_get(s->map, key));
-    json_object_set_new(s->map, key, obj);
+    if (keep)
+        json_object_set_new(s->map, key, keep);
+    else
+        json_object_del(s->map, key);
     pthread_rwlock_unlock(&s->lock);
     json_decref(old);
     k8s_arena_resume(a);
@@ -91,8 +123,8 @@ json_t *k8s_store_put_if_absent_new(struct k8s_store *s, json_t *obj)
     struct k8s_arena *a = k8s_arena_pause();
     pthread_rwlock_wrlock(&s->lock);
     json_t *have = json_object_get(s->map, key);
-    if (!have)
-        json_object_set(s->map, key, have = obj);
+    if (!have && (have = kept(s, obj)))
+        json_object_set_new(s->map, key, have);
     json_incref(have);
     pthread_rwlock_unlock(&s->lock);
     json_decref(obj);

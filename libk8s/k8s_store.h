@@ -29,6 +29,21 @@ void k8s_store_free(struct k8s_store *s);
 /* "ns/name" or "name" of an object; false when it has no name. */
 bool k8s_store_key(const json_t *obj, char *out, size_t cap);
 
+/* Keep another representation of each object instead of the object
+ * itself (client-go's SetTransform): fn gets each object as it arrives
+ * (borrowed) and returns what to store (new reference; NULL: store
+ * nothing). Readers then see only what fn returned. Set it before the
+ * first object arrives. */
+typedef json_t *(*k8s_store_transform_fn)(json_t *obj);
+void k8s_store_set_transform(struct k8s_store *s, k8s_store_transform_fn fn);
+
+/* A relist, built while the pages arrive so only the kept form of each
+ * object stays in memory: stage every object (borrowed) into `staging`
+ * (a json_object()), then replace the content with it (stolen; NULL keeps
+ * the content, as after an allocation failure). */
+void k8s_store_stage(struct k8s_store *s, json_t *staging, json_t *obj);
+void k8s_store_replace_staged(struct k8s_store *s, json_t *staging);
+
 /* Replace the whole content with the objects of `items` (an array; steals
  * it): a (re)list. */
 void k8s_store_replace_new(struct k8s_store *s, json_t *items);

@@ -133,7 +133,7 @@ static int append_param(struct k8s_buf *b, const char *name, const char *value)
 
 /* ---------- list ---------- */
 
-/* One page; appends its items, sets *cont (possibly "") and the list RV. */
+/* One page; stages its items, sets *cont (possibly "") and the list RV. */
 static int list_page(struct k8s_watch *w, const char *cont, json_t *items, char *next,
                      size_t next_cap, struct k8s_error *err)
 {
@@ -161,8 +161,10 @@ static int list_page(struct k8s_watch *w, const char *cont, json_t *items, char 
         const char *c = json_string_value(json_object_get(meta, "continue"));
         snprintf(w->rv, sizeof(w->rv), "%s", rv ? rv : "");
         snprintf(next, next_cap, "%s", c ? c : "");
-        if (json_array_extend(items, json_object_get(page, "items")) < 0)
-            r = -K8S_ENOMEM;
+        size_t i;
+        json_t *obj;
+        json_array_foreach(json_object_get(page, "items"), i, obj)
+            k8s_store_stage(w->store, items, obj); /* page by page: only the kept form stays */
     }
     json_decref(page);
     k8s_resp_done(&resp);
@@ -174,12 +176,12 @@ static int list_page(struct k8s_watch *w, const char *cont, json_t *items, char 
 static int list_all(struct k8s_watch *w, struct k8s_error *err)
 {
     char cont[4096] = "", next[4096];
-    json_t *items = json_array();
+    json_t *items = json_object(); /* staged: key → the store's form */
     int r = items ? 0 : -K8S_ENOMEM, restarts = 0;
     while (r == 0 && !w->stop) {
         r = list_page(w, cont, items, next, sizeof(next), err);
         if (r == -K8S_EGONE && *cont && restarts++ == 0) {
-            json_array_clear(items);
+            json_object_clear(items);
             cont[0] = '\0';
             r = 0;
             continue;
@@ -189,7 +191,7 @@ static int list_all(struct k8s_watch *w, struct k8s_error *err)
         memcpy(cont, next, sizeof(cont));
     }
     if (r == 0 && !w->stop)
-        k8s_store_replace_new(w->store, json_incref(items));
+        k8s_store_replace_staged(w->store, json_incref(items));
     json_decref(items);
     return w->stop ? -K8S_ETERMINAL : r;
 }

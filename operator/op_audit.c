@@ -7,10 +7,10 @@
 
 #include "k8s_log.h"
 #include "op_event.h"
+#include "op_pod.h"
 #include "op_status.h"
 
 #define OPT_KEY     "managed-mldiagnostics-gke"
-#define INJECTED    "diagon.gke.io/injection"
 #define NAMES_SHOWN 5
 
 struct op_audit {
@@ -57,12 +57,12 @@ static void find_rayjob(void *ud, const char *key, const json_t *rj)
         s->found = json_incref((json_t *)rj);
 }
 
-static bool workload_of(const json_t *pod, const struct op_stores *st, struct workload *w)
+static bool workload_of(const struct op_pod *pod, const struct op_stores *st, struct workload *w)
 {
-    const char *ns = op_str2(pod, "metadata", "namespace");
-    const char *js = label(pod, "labels", "jobset.sigs.k8s.io/jobset-name");
-    const char *lws = label(pod, "labels", "leaderworkerset.sigs.k8s.io/name");
-    const char *ray = label(pod, "labels", "ray.io/cluster");
+    const char *ns = pod->namespace;
+    const char *js = *pod->jobset ? pod->jobset : NULL;
+    const char *lws = *pod->lws ? pod->lws : NULL;
+    const char *ray = *pod->ray_cluster ? pod->ray_cluster : NULL;
     *w = (struct workload){0};
     if (js && st->jobsets) {
         *w = (struct workload){"JobSet", "jobset.x-k8s.io/v1alpha2", "", NULL};
@@ -89,23 +89,21 @@ struct scan {
     size_t total;
 };
 
-static void count_pod(void *ud, const char *key, const json_t *pod)
+static void count_pod(void *ud, const char *key, const json_t *packed)
 {
     (void)key;
     struct scan *s = ud;
-    const char *ns = op_str2(pod, "metadata", "namespace");
-    const char *phase = op_str2(pod, "status", "phase");
-    if (!ns || !strcmp(ns, "kube-system") || label(pod, "annotations", INJECTED) ||
-        json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") ||
-        is(phase, "Succeeded") || is(phase, "Failed"))
+    struct op_pod pod;
+    if (!op_pod_view(packed, &pod) || !strcmp(pod.namespace, "kube-system") || pod.injected ||
+        pod.deleting || is(pod.phase, "Succeeded") || is(pod.phase, "Failed"))
         return;
-    if (is(label(pod, "labels", OPT_KEY), "false") ||
-        is(label(pod, "annotations", OPT_KEY), "false"))
+    if (is(pod.opt_label, "false") || is(pod.opt_annotation, "false"))
         return;
+    const char *ns = pod.namespace;
     struct workload w;
-    bool has = workload_of(pod, s->st, &w);
+    bool has = workload_of(&pod, s->st, &w);
     const char *wl = has ? label(w.obj, "labels", OPT_KEY) : NULL;
-    bool in = !is(wl, "false") && (is(label(pod, "labels", OPT_KEY), "true") || is(wl, "true"));
+    bool in = !is(wl, "false") && (is(pod.opt_label, "true") || is(wl, "true"));
     if (in && has) {
         char k[600];
         snprintf(k, sizeof(k), "%s/%s/%s", w.kind, ns, w.name);
@@ -119,7 +117,7 @@ static void count_pod(void *ud, const char *key, const json_t *pod)
         if (n <= NAMES_SHOWN) {
             char names[600];
             snprintf(names, sizeof(names), "%s%s%s", json_string_value(json_object_get(e, "names")),
-                     n > 1 ? ", " : "", op_str2(pod, "metadata", "name"));
+                     n > 1 ? ", " : "", pod.name);
             json_object_set_new(e, "names", json_string(names));
         }
         s->total++;

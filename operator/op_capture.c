@@ -306,7 +306,19 @@ static int finish(struct op_capture *c, struct run *run, const json_t *obj, cons
     if (st_time && k8s_time_parse_rfc3339(st_time, &started) == 0)
         k8s_metric_observe_ns(c->m.duration, (int64_t)(now - started) * SEC);
     k8s_metric_add(ok ? c->m.succeeded : c->m.failed, 1);
-    log_transition(key, ok ? "Succeeded" : "Failed", ok ? msg : failures);
+    int64_t first = 0, last = 0; /* when the requests left, for the log */
+    for (size_t i = 0; i < run->n; i++) {
+        int64_t w = run->results[i].wire_ns;
+        if (w && (!first || w < first))
+            first = w;
+        if (w > last)
+            last = w;
+    }
+    k8s_log_json(K8S_LOG_INFO, "capture",
+                 json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "resource", key, "phase",
+                           ok ? "Succeeded" : "Failed", "message", ok ? msg : failures, "hosts",
+                           (json_int_t)run->n, "firstSentNs", (json_int_t)first, "lastSentNs",
+                           (json_int_t)last));
     event(c, obj, ok ? "Normal" : "Warning", ok ? "Succeeded" : "Failed", ok ? msg : failures);
     pthread_mutex_lock(&c->lock);
     run_release(run); /* keep written_rv: a stale cache is read through */

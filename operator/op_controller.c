@@ -11,6 +11,7 @@
 #include "k8s_watch.h"
 #include "op_audit.h"
 #include "op_capture.h"
+#include "op_pod.h"
 #include "op_queue.h"
 #include "op_relay.h"
 #include "op_status.h"
@@ -267,6 +268,8 @@ static int start_source(struct op_controller *c, enum src_kind k, struct k8s_err
         snprintf(s->path, sizeof(s->path), "%s/%s", sources[k].prefix, sources[k].plural);
     if (!(s->store = k8s_store_new()))
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
+    if (k == SRC_PODS)
+        k8s_store_set_transform(s->store, op_pod_pack); /* ~200 bytes a pod */
     struct k8s_watch_spec spec = {.resource = sources[k].resource,
                                   .path = s->path,
                                   .metadata_only = sources[k].metadata_only,

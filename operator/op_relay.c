@@ -1,6 +1,11 @@
 #include "op_relay.h"
 
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +35,8 @@ struct host {
     int grpc_status; /* -1 until a grpc-status header or trailer */
     char grpc_message[256];
     long http_status;
-    int64_t retry_at; /* monotonic ns; 0 when not waiting to retry */
+    int64_t retry_at;   /* monotonic ns; 0 when not waiting to retry */
+    int64_t attempt_ns; /* unix ns the current attempt started */
     bool finished;
 };
 
@@ -56,6 +62,9 @@ struct op_relay {
     pthread_t thread;
     pthread_mutex_t lock;
     CURLM *multi;
+    int ep;                 /* epoll set of libcurl's sockets and the wake-up eventfd */
+    int wake;               /* eventfd: submissions, cancels, stop */
+    int64_t timer_at;       /* libcurl's timeout, monotonic ns; 0: none */
     struct batch *incoming; /* submitted, not yet started (lock) */
     struct cancel *cancels; /* requested (lock) */
     struct batch *active;   /* relay thread only */
@@ -142,8 +151,9 @@ static int start_attempt(struct op_relay *r, struct host *h, int64_t now)
     CURL *c = h->h;
     k8s_curl.easy_setopt(c, CURLOPT_HTTPHEADER, h->headers);
     k8s_curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(remaining_ms + MARGIN_MS));
+    h->attempt_ns = k8s_real_ns();
     if (!res->attempts++)
-        res->sent_ns = k8s_real_ns();
+        res->sent_ns = h->attempt_ns;
     return k8s_curl.multi_add_handle(r->multi, c) == CURLM_OK ? 0 : -K8S_ENOMEM;
 }
 
@@ -188,6 +198,10 @@ static int setup_host(struct host *h, const struct op_batch_spec *s, size_t i)
     k8s_curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
     k8s_curl.easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     k8s_curl.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L); /* captures can last an hour */
+    /* a reply is a few bytes and the request one frame: small buffers keep
+     * thousands of concurrent RPCs in little memory */
+    k8s_curl.easy_setopt(c, CURLOPT_BUFFERSIZE, 4096L);
+    k8s_curl.easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
     k8s_curl.easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 60L);
     k8s_curl.easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 30L);
     return 0;
@@ -312,14 +326,19 @@ static void finish_host(struct op_relay *r, struct host *h)
         }
     b->done(b->ud, b->id, b->results, b->n);
     pthread_mutex_lock(&r->lock);
-    r->live--;
+    bool idle = --r->live == 0;
     pthread_mutex_unlock(&r->lock);
     free_batch(b);
+    if (idle)
+        malloc_trim(0); /* a wide capture's buffers go back to the system */
 }
 
 static void completed(struct op_relay *r, struct host *h, CURLcode cc, int64_t now)
 {
     struct op_host_result *res = &h->b->results[h->idx];
+    curl_off_t pre = 0;
+    if (k8s_curl.easy_getinfo(h->h, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK && pre > 0)
+        res->wire_ns = h->attempt_ns + (int64_t)pre * 1000;
     bool retry = classify(h, cc, res);
     int shift = res->attempts - 1 < 12 ? res->attempts - 1 : 12;
     int64_t backoff = (int64_t)RETRY_FIRST_MS * K8S_NSEC_PER_MSEC << shift;
@@ -430,9 +449,69 @@ static int64_t due_retries(struct op_relay *r, int64_t now)
     return next;
 }
 
+/* libcurl says which sockets to watch (the multi_socket API: work per
+ * event is O(1), where multi_perform would walk every handle each time). */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *ud, void *socketp)
+{
+    (void)e;
+    (void)socketp;
+    struct op_relay *r = ud;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) |
+                                       (what & CURL_POLL_OUT ? EPOLLOUT : 0u),
+                             .data.fd = fd};
+    if (epoll_ctl(r->ep, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
+        epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev);
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *ud)
+{
+    (void)m;
+    struct op_relay *r = ud;
+    r->timer_at = timeout_ms < 0 ? 0 : k8s_mono_ns() + timeout_ms * K8S_NSEC_PER_MSEC;
+    return 0;
+}
+
+static void wake(struct op_relay *r)
+{
+    uint64_t one = 1;
+    if (write(r->wake, &one, sizeof(one)) < 0) {
+        /* the counter is saturated: the thread is awake anyway */
+    }
+}
+
+static void drain_done(struct op_relay *r)
+{
+    CURLMsg *m;
+    int left = 0;
+    while ((m = k8s_curl.multi_info_read(r->multi, &left)))
+        if (m->msg == CURLMSG_DONE) {
+            struct host *h = NULL;
+            k8s_curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
+            completed(r, h, m->data.result, k8s_mono_ns());
+        }
+}
+
+/* Milliseconds until the earliest of libcurl's timer, a due retry, a tick. */
+static int wait_ms(const struct op_relay *r, int64_t next_retry)
+{
+    int64_t now = k8s_mono_ns(), until = now + POLL_MS * K8S_NSEC_PER_MSEC;
+    if (r->timer_at && r->timer_at < until)
+        until = r->timer_at;
+    if (next_retry && next_retry < until)
+        until = next_retry;
+    int64_t ms = (until - now + K8S_NSEC_PER_MSEC - 1) / K8S_NSEC_PER_MSEC;
+    return ms > 0 ? (int)ms : 0;
+}
+
 static void *run(void *arg)
 {
     struct op_relay *r = arg;
+    struct epoll_event evs[256];
     for (;;) {
         bool stop;
         take_requests(r, &stop);
@@ -441,23 +520,27 @@ static void *run(void *arg)
                 cancel_batch(r, r->active, "cancelled: the operator is stopping");
             return NULL;
         }
-        int64_t now = k8s_mono_ns();
-        int64_t next = due_retries(r, now);
-        int running = 0, left = 0;
-        k8s_curl.multi_perform(r->multi, &running);
-        CURLMsg *m;
-        while ((m = k8s_curl.multi_info_read(r->multi, &left)))
-            if (m->msg == CURLMSG_DONE) {
-                struct host *h = NULL;
-                k8s_curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
-                completed(r, h, m->data.result, k8s_mono_ns());
+        int64_t next = due_retries(r, k8s_mono_ns());
+        int running = 0;
+        int n = epoll_wait(r->ep, evs, sizeof(evs) / sizeof(evs[0]), wait_ms(r, next));
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.fd == r->wake) {
+                uint64_t v;
+                if (read(r->wake, &v, sizeof(v)) < 0) {
+                    /* nothing pending after all */
+                }
+                continue;
             }
-        int timeout = POLL_MS;
-        if (next) {
-            int64_t ms = (next - k8s_mono_ns()) / K8S_NSEC_PER_MSEC + 1;
-            timeout = ms < timeout ? (ms > 0 ? (int)ms : 0) : timeout;
+            int what = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                       (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                       (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+            k8s_curl.multi_socket_action(r->multi, evs[i].data.fd, what, &running);
         }
-        k8s_curl.multi_poll(r->multi, NULL, 0, timeout, NULL);
+        if (r->timer_at && k8s_mono_ns() >= r->timer_at) {
+            r->timer_at = 0;
+            k8s_curl.multi_socket_action(r->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        }
+        drain_done(r);
     }
 }
 
@@ -469,20 +552,38 @@ int op_relay_new(struct op_relay **ret, struct k8s_error *reterr)
     if (rc < 0)
         return rc;
     struct op_relay *r = calloc(1, sizeof(*r));
-    if (!r || !(r->multi = k8s_curl.multi_init())) {
-        free(r);
+    if (!r)
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    r->ep = epoll_create1(EPOLL_CLOEXEC);
+    r->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = r->wake};
+    if (r->ep < 0 || r->wake < 0 || epoll_ctl(r->ep, EPOLL_CTL_ADD, r->wake, &ev) < 0 ||
+        !(r->multi = k8s_curl.multi_init())) {
+        rc = k8s_error_set(reterr, -K8S_EIO, "cannot set up the relay's event loop");
+        goto out_close;
     }
+    k8s_curl.multi_setopt(r->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    k8s_curl.multi_setopt(r->multi, CURLMOPT_SOCKETDATA, r);
+    k8s_curl.multi_setopt(r->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    k8s_curl.multi_setopt(r->multi, CURLMOPT_TIMERDATA, r);
     pthread_mutex_init(&r->lock, NULL);
     r->next_id = 1;
     if (pthread_create(&r->thread, NULL, run, r) != 0) {
-        k8s_curl.multi_cleanup(r->multi);
         pthread_mutex_destroy(&r->lock);
-        free(r);
-        return k8s_error_set(reterr, -K8S_EIO, "cannot start the relay thread");
+        rc = k8s_error_set(reterr, -K8S_EIO, "cannot start the relay thread");
+        goto out_close;
     }
     *ret = r;
     return 0;
+out_close:
+    if (r->multi)
+        k8s_curl.multi_cleanup(r->multi);
+    if (r->ep >= 0)
+        close(r->ep);
+    if (r->wake >= 0)
+        close(r->wake);
+    free(r);
+    return rc;
 }
 
 void op_relay_free(struct op_relay *r)
@@ -492,7 +593,7 @@ void op_relay_free(struct op_relay *r)
     pthread_mutex_lock(&r->lock);
     r->stop = true;
     pthread_mutex_unlock(&r->lock);
-    k8s_curl.multi_wakeup(r->multi);
+    wake(r);
     pthread_join(r->thread, NULL);
     while (r->incoming) { /* submitted after the thread's last look */
         struct batch *b = r->incoming;
@@ -511,6 +612,8 @@ void op_relay_free(struct op_relay *r)
         free(c);
     }
     k8s_curl.multi_cleanup(r->multi);
+    close(r->ep);
+    close(r->wake);
     pthread_mutex_destroy(&r->lock);
     free(r);
 }
@@ -549,7 +652,7 @@ int op_relay_submit(struct op_relay *r, const struct op_batch_spec *spec, op_bat
     r->live++;
     pthread_mutex_unlock(&r->lock);
     *ret_id = b->id;
-    k8s_curl.multi_wakeup(r->multi);
+    wake(r);
     return 0;
 }
 
@@ -564,7 +667,7 @@ void op_relay_cancel(struct op_relay *r, uint64_t id, const char *reason)
     c->next = r->cancels;
     r->cancels = c;
     pthread_mutex_unlock(&r->lock);
-    k8s_curl.multi_wakeup(r->multi);
+    wake(r);
 }
 
 size_t op_relay_live(struct op_relay *r)

@@ -49,6 +49,7 @@ struct op_host_result {
     char message[320]; /* grpc-message, or what went wrong locally */
     int attempts;      /* RPCs sent (1 + retries) */
     int64_t sent_ns;   /* unix ns the first attempt started */
+    int64_t wire_ns;   /* unix ns the last attempt's request left (0: never) */
     int64_t done_ns;   /* unix ns of the outcome */
     bool empty_trace;  /* OK replies: the profiler collected nothing */
 };

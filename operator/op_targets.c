@@ -1,5 +1,7 @@
 #include "op_targets.h"
 
+#include "op_pod.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,21 +11,6 @@
 static const char *str_at(const json_t *obj, const char *a, const char *b)
 {
     return json_string_value(json_object_get(json_object_get(obj, a), b));
-}
-
-bool op_pod_ready(const json_t *pod, const char **why)
-{
-    const char *phase = str_at(pod, "status", "phase");
-    const char *ip = str_at(pod, "status", "podIP");
-    if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp"))
-        *why = "terminating";
-    else if (!phase || strcmp(phase, "Running"))
-        *why = phase && *phase ? phase : "no phase yet";
-    else if (!ip || !*ip)
-        *why = "no IP yet";
-    else
-        return true;
-    return false;
 }
 
 void op_targets_done(struct op_targets *t)
@@ -77,28 +64,36 @@ static void keep(struct found *f, const json_t *pod)
 }
 
 struct by_label {
-    const char *ns, *label, *value;
+    const char *ns, *value;
+    enum op_ref_kind kind;
     struct found *f;
 };
 
-static void match_label(void *ud, const char *key, const json_t *pod)
+static void match_label(void *ud, const char *key, const json_t *packed)
 {
     (void)key;
     struct by_label *q = ud;
-    const json_t *meta = json_object_get(pod, "metadata");
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    const char *v = json_string_value(json_object_get(json_object_get(meta, "labels"), q->label));
-    const char *phase = str_at(pod, "status", "phase");
+    struct op_pod p;
+    if (!op_pod_view(packed, &p))
+        return;
+    const char *v = q->kind == OP_REF_JOBSET ? p.jobset
+                    : q->kind == OP_REF_LWS  ? p.lws
+                                             : p.ray_cluster;
     /* finished pods (an earlier attempt of the workload) are not targets */
-    if (ns && v && !strcmp(ns, q->ns) && !strcmp(v, q->value) &&
-        !(phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))))
-        keep(q->f, pod);
+    if (!strcmp(p.namespace, q->ns) && !strcmp(v, q->value) && strcmp(p.phase, "Succeeded") &&
+        strcmp(p.phase, "Failed"))
+        keep(q->f, packed);
+}
+
+static const char *name_of(const json_t *packed)
+{
+    struct op_pod p;
+    return op_pod_view(packed, &p) ? p.name : "";
 }
 
 static int pod_name_cmp(const void *a, const void *b)
 {
-    return strcmp(str_at(*(json_t *const *)a, "metadata", "name"),
-                  str_at(*(json_t *const *)b, "metadata", "name"));
+    return strcmp(name_of(*(json_t *const *)a), name_of(*(json_t *const *)b));
 }
 
 /* The pods of the workload into f; WAIT/FAIL reasons into t. */
@@ -126,13 +121,9 @@ static void workload_pods(const struct op_spec *s, const struct op_stores *st, s
                  s->ref_name, absent ? " (its CRD is not installed)" : "");
         return;
     }
-    struct by_label q = {.ns = s->pod_namespace, .value = s->ref_name, .f = f};
-    q.label = s->ref_kind == OP_REF_JOBSET ? "jobset.sigs.k8s.io/jobset-name"
-                                           : "leaderworkerset.sigs.k8s.io/name";
-    if (s->ref_kind == OP_REF_RAYJOB) {
-        q.label = "ray.io/cluster";
+    struct by_label q = {.ns = s->pod_namespace, .value = s->ref_name, .kind = s->ref_kind, .f = f};
+    if (s->ref_kind == OP_REF_RAYJOB)
         q.value = str_at(w, "status", "rayClusterName");
-    }
     if (!q.value || !*q.value) {
         t->state = OP_TARGETS_WAIT;
         snprintf(t->why, sizeof(t->why), "RayJob %s/%s has no RayCluster yet", s->pod_namespace,
@@ -185,12 +176,13 @@ static void not_ready(struct found *f, struct op_targets *t)
     int n = 0;
     char list[sizeof(t->why)] = "";
     for (size_t i = 0; i < f->n; i++) {
-        const char *why;
-        if (op_pod_ready(f->pods[i], &why))
+        const char *why = "not a pod";
+        struct op_pod p;
+        if (op_pod_view(f->pods[i], &p) && op_pod_ready(&p, &why))
             continue;
         if (bad++ < LIST_MAX)
             n += snprintf(list + n, sizeof(list) - (size_t)n, "%s%s (%s)", bad > 1 ? ", " : "",
-                          str_at(f->pods[i], "metadata", "name"), why);
+                          name_of(f->pods[i]), why);
         if ((size_t)n >= sizeof(list))
             n = (int)sizeof(list) - 1;
     }
@@ -206,12 +198,13 @@ static int fill(struct found *f, struct op_targets *t)
     if (!(t->v = calloc(f->n, sizeof(*t->v))))
         return -K8S_ENOMEM;
     for (size_t i = 0; i < f->n; i++, t->n++) {
-        const char *name = str_at(f->pods[i], "metadata", "name");
-        const char *host = str_at(f->pods[i], "spec", "hostname");
+        struct op_pod p;
         struct op_target *x = &t->v[i];
-        x->pod = strdup(name);
-        x->ip = strdup(str_at(f->pods[i], "status", "podIP"));
-        x->hostname = strdup(host && *host ? host : name);
+        if (!op_pod_view(f->pods[i], &p))
+            return -K8S_EINVAL;
+        x->pod = strdup(p.name);
+        x->ip = strdup(p.ip);
+        x->hostname = strdup(p.hostname);
         if (!x->pod || !x->ip || !x->hostname) {
             t->n++;
             return -K8S_ENOMEM;

@@ -20,8 +20,9 @@
 #include "k8s_store.h"
 #include "op_spec.h"
 
-/* The caches targets are read from (borrowed). A NULL store, or one whose
- * kind is not served (absent CRD), has no objects. */
+/* The caches targets are read from (borrowed). Pods are kept in op_pod's
+ * packed form. A NULL store, or one whose kind is not served (absent
+ * CRD), has no objects. */
 struct op_stores {
     struct k8s_store *pods, *jobsets, *rayjobs, *lws;
     bool jobsets_absent, rayjobs_absent, lws_absent;
@@ -52,9 +53,5 @@ int op_targets_resolve(const struct op_spec *s, const struct op_stores *st,
                        struct op_targets *ret) K8S_MUST_CHECK;
 
 void op_targets_done(struct op_targets *t);
-
-/* Is the pod (a cached object, borrowed) Running with an IP and not being
- * deleted? When not, *why (static text) says what it is. */
-bool op_pod_ready(const json_t *pod, const char **why);
 
 #endif

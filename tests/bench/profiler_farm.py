@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""N fake JAX profiler servers in one process (tests/fakes/fake_profiler.py),
-pod i listening on its own 127.x.y.z at PORT, for the operator benchmark.
+"""Fake JAX profiler servers in one process (tests/fakes/fake_profiler.py),
+pods FIRST..FIRST+N-1, pod i listening on its own 127.x.y.z at PORT, for
+the operator benchmark (several farms share the pods between cores).
 Prints "ready" once all listen; on stdin EOF (or a "dump" line) writes every
 request it saw, as JSON, to stdout and exits.
 
-    profiler_farm.py PORT N PREFIX"""
+    profiler_farm.py PORT FIRST N PREFIX"""
 import json
 import os
 import resource
@@ -19,11 +20,11 @@ def ip_of(i):
 
 
 def main():
-    port, n, prefix = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    port, first, n, prefix = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     prof = FakeProfiler(port)
-    for i in range(n):
+    for i in range(first, first + n):
         prof.add_pod("%s-%d" % (prefix, i), ip_of(i))
     prof.start()
     print("ready", flush=True)
@@ -31,8 +32,8 @@ def main():
         if line.strip() == "dump":
             break
     with prof.lock:
-        reqs = [{k: r[k] for k in ("pod", "received_ns", "session_id", "host_name", "outcome")}
-                for r in prof.requests]
+        reqs = [{k: r.get(k) for k in ("pod", "received_ns", "started_ns", "session_id",
+                                       "host_name", "outcome")} for r in prof.requests]
     prof.stop()
     json.dump(reqs, sys.stdout)
     sys.stdout.flush()

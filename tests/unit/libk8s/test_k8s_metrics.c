@@ -277,3 +277,35 @@ Test(k8s_metrics, help_text_escaped,
     free(got);
     k8s_metrics_free(m);
 }
+
+static double seven(void *ud)
+{
+    (void)ud;
+    return 7;
+}
+
+static int two_series(void *ud, const char *name, struct k8s_buf *out)
+{
+    char esc[64];
+    int r = k8s_metrics_family_value(out, name, "kind=\"JobSet\",name=\"a\"", 2);
+    k8s_metrics_label_escape((const char *)ud, esc, sizeof(esc));
+    char labels[96];
+    snprintf(labels, sizeof(labels), "name=\"%s\"", esc);
+    return r ? r : k8s_metrics_family_value(out, name, labels, 1);
+}
+
+/* Counters read at scrape time, and families whose series appear and go. */
+Test(k8s_metrics, counter_fn_and_families)
+{
+    struct k8s_metrics *m = k8s_metrics_new();
+    k8s_metrics_counter_fn(m, "w_restarts_total", "W.", "resource=\"pods\"", seven, NULL);
+    k8s_metrics_gauge_family(m, "u_pods", "U.", two_series, "q\"uo\\te\nnl");
+    char *got = render(m);
+    cr_expect_str_eq(got, "# HELP w_restarts_total W.\n# TYPE w_restarts_total counter\n"
+                          "w_restarts_total{resource=\"pods\"} 7\n"
+                          "# HELP u_pods U.\n# TYPE u_pods gauge\n"
+                          "u_pods{kind=\"JobSet\",name=\"a\"} 2\n"
+                          "u_pods{name=\"q\\\"uo\\\\te\\nnl\"} 1\n");
+    free(got);
+    k8s_metrics_free(m);
+}

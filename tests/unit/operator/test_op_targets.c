@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_pod.h"
 #include "op_targets.h"
 #include "test_support.h"
 
@@ -12,6 +13,8 @@ static struct op_stores st;
 static struct k8s_store *store_of(json_t *cache, const char *kind)
 {
     struct k8s_store *s = k8s_store_new();
+    if (!strcmp(kind, "pods"))
+        k8s_store_set_transform(s, op_pod_pack); /* as the operator keeps them */
     k8s_store_replace_new(s, json_incref(json_object_get(cache, kind)));
     return s;
 }
