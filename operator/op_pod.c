@@ -6,8 +6,20 @@
 
 #define OPT_KEY "managed-mldiagnostics-gke"
 
-enum { F_NAME, F_NS, F_PHASE, F_IP, F_HOST, F_JOBSET, F_LWS, F_RAY, F_OPT_L, F_OPT_A, F_FLAGS,
-       N_FIELDS };
+enum {
+    F_NAME,
+    F_NS,
+    F_PHASE,
+    F_IP,
+    F_HOST,
+    F_JOBSET,
+    F_LWS,
+    F_RAY,
+    F_OPT_L,
+    F_OPT_A,
+    F_FLAGS,
+    N_FIELDS
+};
 
 static const char *at(const json_t *o, const char *a, const char *b)
 {

@@ -15,7 +15,7 @@
 
 struct op_pod {
     const char *name, *namespace, *phase, *ip, *hostname;
-    const char *jobset, *lws, *ray_cluster;  /* workload labels ("" when absent) */
+    const char *jobset, *lws, *ray_cluster; /* workload labels ("" when absent) */
     const char *opt_label, *opt_annotation; /* managed-mldiagnostics-gke */
     bool injected;                          /* has diagon.gke.io/injection */
     bool deleting;                          /* deletionTimestamp set */

@@ -8,13 +8,13 @@
 
 Test(op_pod, pack_and_view)
 {
-    json_t *pod = json_pack(
-        "{s:{s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s}}, s:{s:s}, s:{s:s, s:s}}",
-        "metadata", "name", "w-0", "namespace", "ml", "deletionTimestamp", "2026-11-30T00:00:00Z",
-        "labels", "jobset.sigs.k8s.io/jobset-name", "llama", "ray.io/cluster", "rc",
-        "managed-mldiagnostics-gke", "true", "annotations", "diagon.gke.io/injection", "0.1.0;x",
-        "managed-mldiagnostics-gke", "false", "spec", "hostname", "host-0", "status", "phase",
-        "Running", "podIP", "10.0.0.7");
+    json_t *pod =
+        json_pack("{s:{s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s}}, s:{s:s}, s:{s:s, s:s}}",
+                  "metadata", "name", "w-0", "namespace", "ml", "deletionTimestamp",
+                  "2026-11-30T00:00:00Z", "labels", "jobset.sigs.k8s.io/jobset-name", "llama",
+                  "ray.io/cluster", "rc", "managed-mldiagnostics-gke", "true", "annotations",
+                  "diagon.gke.io/injection", "0.1.0;x", "managed-mldiagnostics-gke", "false",
+                  "spec", "hostname", "host-0", "status", "phase", "Running", "podIP", "10.0.0.7");
     json_t *packed = op_pod_pack(pod);
     json_decref(pod);
     struct op_pod p;
@@ -44,10 +44,10 @@ Test(op_pod, the_maximal_upstream_pod)
     json_t *packed = op_pod_pack(pod);
     struct op_pod p;
     cr_assert(op_pod_view(packed, &p));
-    cr_assert_str_eq(p.name, json_string_value(json_object_get(json_object_get(pod, "metadata"),
-                                                               "name")));
-    cr_assert_str_eq(p.hostname, json_string_value(json_object_get(json_object_get(pod, "spec"),
-                                                                   "hostname")));
+    cr_assert_str_eq(p.name,
+                     json_string_value(json_object_get(json_object_get(pod, "metadata"), "name")));
+    cr_assert_str_eq(p.hostname,
+                     json_string_value(json_object_get(json_object_get(pod, "spec"), "hostname")));
     json_decref(packed);
     json_decref(pod);
 }
