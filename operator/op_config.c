@@ -74,6 +74,8 @@ static void flag_table(struct op_config *c, struct k8s_flag out[N_FLAGS])
          "how often pods of opted-in workloads are checked for injection (default 15s)", SEC / 10,
          3600 * SEC},
         {"v", K8S_FLAG_INT, &c->verbosity, "log level 0 error .. 4 trace (default 2)", 0, 10},
+        {"dry-run", K8S_FLAG_BOOL, &c->dry_run,
+         "check the flags, print the effective settings as JSON and exit"},
         {NULL},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) <= N_FLAGS, "grow N_FLAGS");
@@ -175,4 +177,26 @@ int op_parse_bind(const char *flag, const char *addr, char *host, size_t host_ca
     host[hlen] = '\0';
     *port = (int)v;
     return 0;
+}
+
+json_t *op_config_json(const struct op_config *c)
+{
+    char sidecar[32], maxdur[32], grace[32], ready[32], audit[32];
+    k8s_duration_format(c->sidecar_timeout_ns, sidecar);
+    k8s_duration_format(c->max_capture_duration_ns, maxdur);
+    k8s_duration_format(c->shutdown_grace_ns, grace);
+    k8s_duration_format(c->pod_ready_timeout_ns, ready);
+    k8s_duration_format(c->audit_interval_ns, audit);
+    return json_pack(
+        "{s:b, s:s, s:s, s:s, s:b, s:s, s:s, s:I, s:s, s:b, s:s, s:s, s:I, s:s, "
+        "s:s, s:s, s:I}",
+        "leader-elect", c->leader_elect, "health-probe-bind-address", c->health_probe_bind_address,
+        "metrics-bind-address", c->metrics_bind_address, "sidecar-timeout", sidecar,
+        "disable-hostname-override", c->disable_hostname_override, "kubeconfig", c->kubeconfig,
+        "namespace", c->namespace, "capture-max-retries", (json_int_t)c->capture_max_retries,
+        "max-capture-duration", maxdur, "allow-cross-namespace", c->allow_cross_namespace,
+        "leader-election-namespace", c->lease_namespace ? c->lease_namespace : "",
+        "leader-election-id", c->lease_name, "workers", (json_int_t)c->workers,
+        "graceful-shutdown-timeout", grace, "pod-ready-timeout", ready, "audit-interval", audit,
+        "v", (json_int_t)c->verbosity);
 }

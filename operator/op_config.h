@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "k8s_err.h"
 
 struct op_config {
@@ -34,6 +36,7 @@ struct op_config {
     int64_t pod_ready_timeout_ns; /* how long a capture waits for its pods */
     int64_t audit_interval_ns;
     int64_t verbosity;
+    bool dry_run; /* validate, print the settings as JSON, exit */
     /* derived by op_config_finish */
     char *lease_namespace;
     char *identity; /* leader identity: $POD_NAME, else hostname_pid */
@@ -53,6 +56,10 @@ void op_config_usage(const struct op_config *cfg);
 int op_config_finish(struct op_config *cfg, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 void op_config_done(struct op_config *cfg);
+
+/* The effective settings as a JSON object (new reference; NULL when out
+ * of memory), for --dry-run and the start-up log line. */
+json_t *op_config_json(const struct op_config *cfg);
 
 /* "host:port" → host (NULL for all interfaces) and port; ":8081", "8081",
  * "127.0.0.1:0", "[::1]:8080". -K8S_EINVAL naming flag. */

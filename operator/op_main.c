@@ -156,6 +156,13 @@ int main(int argc, char **argv)
     struct op_config cfg;
     op_config_init(&cfg);
     int r = parse(&cfg, argc, argv);
+    if (r == 0 && cfg.dry_run) {
+        json_t *j = op_config_json(&cfg);
+        char *text = j ? json_dumps(j, JSON_SORT_KEYS) : NULL;
+        r = text && printf("%s\n", text) > 0 ? 1 : -1;
+        free(text);
+        json_decref(j);
+    }
     if (r != 0) {
         op_config_done(&cfg);
         return r > 0 ? 0 : 2;

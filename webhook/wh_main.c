@@ -1,7 +1,7 @@
 /*
  * mldiagnostics-webhook — entry point: `serve` (the default), `inject`
- * (offline), `version`. Parses flags, wires the modules together, owns
- * the signal handling and the process exit code. Logs at the edge.
+ * (offline), `certgen` (certificates without cert-manager), `version`. Parses flags, wires the
+ * modules together, owns the signal handling and the process exit code. Logs at the edge.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include "k8s_client.h"
 #include "k8s_config.h"
 #include "wh_cache.h"
+#include "wh_certgen.h"
 #include "wh_config.h"
 #include "wh_gke.h"
 #include "wh_inject.h"
@@ -26,6 +27,7 @@ static void usage(const struct wh_config *cfg)
 {
     printf("Usage: mldiagnostics-webhook [serve] [flags]\n"
            "       mldiagnostics-webhook inject -f FILE|- [--patch|--explain] [flags]\n"
+           "       mldiagnostics-webhook certgen --service S --namespace N [flags]\n"
            "       mldiagnostics-webhook version\n\n"
            "The ML Diagnostics injection webhook: gives every pod of a labelled ML workload\n"
            "its ML Diagnostics identity and OpenTelemetry settings.\n\nServe flags:\n");
@@ -169,6 +171,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "inject"))
         return wh_inject_main(argc, argv, 2);
+    if (!strcmp(cmd, "certgen"))
+        return wh_certgen_main(argc, argv, 2);
     if (!strcmp(cmd, "serve"))
         return serve(argc, argv, 2);
     return serve(argc, argv, 1);

@@ -1,0 +1,288 @@
+#include "k8s_certmint.h"
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HOUR 3600L
+#define DAY  (24 * HOUR)
+
+static int ssl_fail(struct k8s_error *reterr, const char *what)
+{
+    char why[200] = "unknown error";
+    unsigned long e = ERR_get_error();
+    if (e)
+        ERR_error_string_n(e, why, sizeof(why));
+    ERR_clear_error();
+    return k8s_error_set(reterr, -K8S_ETLS, "%s: %s", what, why);
+}
+
+static char *bio_string(BIO *bio)
+{
+    char *data = NULL;
+    long n = BIO_get_mem_data(bio, &data);
+    char *out = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (out) {
+        memcpy(out, data, (size_t)n);
+        out[n] = '\0';
+    }
+    return out;
+}
+
+static char *cert_to_pem(X509 *x)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    char *out = bio && PEM_write_bio_X509(bio, x) == 1 ? bio_string(bio) : NULL;
+    BIO_free(bio);
+    return out;
+}
+
+static char *key_to_pem(EVP_PKEY *k)
+{
+    BIO *bio = BIO_new(BIO_s_mem());
+    char *out = bio && PEM_write_bio_PrivateKey(bio, k, NULL, NULL, 0, NULL, NULL) == 1
+                    ? bio_string(bio)
+                    : NULL;
+    BIO_free(bio);
+    return out;
+}
+
+static X509 *pem_cert(const char *pem)
+{
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    X509 *x = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+    BIO_free(bio);
+    return x;
+}
+
+static EVP_PKEY *pem_key(const char *pem)
+{
+    BIO *bio = BIO_new_mem_buf(pem, -1);
+    EVP_PKEY *k = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+    BIO_free(bio);
+    return k;
+}
+
+static bool add_ext(X509 *x, X509 *issuer, int nid, const char *value)
+{
+    X509V3_CTX ctx;
+    X509V3_set_ctx_nodb(&ctx);
+    X509V3_set_ctx(&ctx, issuer, x, NULL, NULL, 0);
+    X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+    bool ok = ext && X509_add_ext(x, ext, -1) == 1;
+    X509_EXTENSION_free(ext);
+    return ok;
+}
+
+/* Version 3, a random 127-bit serial, subject CN, validity window. */
+static X509 *new_cert(const char *cn, EVP_PKEY *key, time_t now, long days, time_t cap)
+{
+    X509 *x = X509_new();
+    BIGNUM *bn = BN_new();
+    bool ok = x && bn && X509_set_version(x, 2) == 1 && BN_rand(bn, 127, BN_RAND_TOP_ANY, 0) &&
+              BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) && X509_set_pubkey(x, key) == 1;
+    time_t nb = now, na = now;
+    long after = days * DAY;
+    if (cap && now + after > cap)
+        after = (long)(cap - now);
+    ok = ok && X509_time_adj_ex(X509_getm_notBefore(x), 0, -HOUR, &nb) &&
+         X509_time_adj_ex(X509_getm_notAfter(x), 0, after, &na);
+    X509_NAME *name = x ? X509_get_subject_name(x) : NULL;
+    ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
+                                          -1, 0) == 1;
+    BN_free(bn);
+    if (!ok) {
+        X509_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+static int finish(X509 *x, EVP_PKEY *key, EVP_PKEY *signer, struct k8s_certmint_pair *ret,
+                  struct k8s_error *reterr)
+{
+    if (X509_sign(x, signer, EVP_sha256()) <= 0)
+        return ssl_fail(reterr, "cannot sign the certificate");
+    struct k8s_certmint_pair p = {cert_to_pem(x), key_to_pem(key)};
+    if (!p.cert_pem || !p.key_pem) {
+        k8s_certmint_pair_done(&p);
+        return ssl_fail(reterr, "cannot write PEM");
+    }
+    *ret = p;
+    return 0;
+}
+
+int k8s_certmint_ca(const char *cn, int days, time_t now, struct k8s_certmint_pair *ret,
+                    struct k8s_error *reterr)
+{
+    if (!cn || !*cn || days < 1)
+        return k8s_error_set(reterr, -K8S_EINVAL, "a CA needs a name and a validity of 1+ days");
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    if (!key)
+        return ssl_fail(reterr, "cannot generate the CA key");
+    X509 *x = new_cert(cn, key, now, days, 0);
+    int r;
+    if (!x || X509_set_issuer_name(x, X509_get_subject_name(x)) != 1 ||
+        !add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
+        !add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature") ||
+        !add_ext(x, x, NID_subject_key_identifier, "hash"))
+        r = ssl_fail(reterr, "cannot build the CA certificate");
+    else
+        r = finish(x, key, key, ret, reterr);
+    X509_free(x);
+    EVP_PKEY_free(key);
+    return r;
+}
+
+static int load_ca(const struct k8s_certmint_pair *ca, X509 **ret_cert, EVP_PKEY **ret_key,
+                   struct k8s_error *reterr)
+{
+    X509 *cert = ca && ca->cert_pem ? pem_cert(ca->cert_pem) : NULL;
+    EVP_PKEY *key = ca && ca->key_pem ? pem_key(ca->key_pem) : NULL;
+    if (!cert || !key || X509_check_private_key(cert, key) != 1) {
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        return ssl_fail(reterr, "unusable CA certificate or key");
+    }
+    *ret_cert = cert;
+    *ret_key = key;
+    return 0;
+}
+
+static int san_value(const char *const *sans, int n, char *out, size_t cap)
+{
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        int w = snprintf(out + used, cap - used, "%sDNS:%s", i ? "," : "", sans[i]);
+        if (w < 0 || (size_t)w >= cap - used)
+            return -1;
+        used += (size_t)w;
+    }
+    return 0;
+}
+
+int k8s_certmint_serving(const struct k8s_certmint_pair *ca, const char *const *sans, int n,
+                         int days, time_t now, struct k8s_certmint_pair *ret,
+                         struct k8s_error *reterr)
+{
+    char alt[4096];
+    if (n < 1 || n > K8S_CERTMINT_MAX_SANS || days < 1 || san_value(sans, n, alt, sizeof(alt)))
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             "a serving certificate needs 1-%d DNS names and 1+ days",
+                             K8S_CERTMINT_MAX_SANS);
+    X509 *ca_cert = NULL;
+    EVP_PKEY *ca_key = NULL;
+    int r = load_ca(ca, &ca_cert, &ca_key, reterr);
+    if (r < 0)
+        return r;
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    time_t ca_end = 0;
+    struct tm tm;
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(ca_cert), &tm) == 1)
+        ca_end = timegm(&tm);
+    X509 *x = key ? new_cert(sans[0], key, now, days, ca_end) : NULL;
+    if (!x || X509_set_issuer_name(x, X509_get_subject_name(ca_cert)) != 1 ||
+        !add_ext(x, ca_cert, NID_basic_constraints, "critical,CA:FALSE") ||
+        !add_ext(x, ca_cert, NID_key_usage, "critical,digitalSignature,keyEncipherment") ||
+        !add_ext(x, ca_cert, NID_ext_key_usage, "serverAuth") ||
+        !add_ext(x, ca_cert, NID_authority_key_identifier, "keyid:always") ||
+        !add_ext(x, ca_cert, NID_subject_alt_name, alt))
+        r = ssl_fail(reterr, "cannot build the serving certificate");
+    else
+        r = finish(x, key, ca_key, ret, reterr);
+    X509_free(x);
+    EVP_PKEY_free(key);
+    X509_free(ca_cert);
+    EVP_PKEY_free(ca_key);
+    return r;
+}
+
+/* The certificate's DNS SANs equal sans[0..n) as sets. */
+static bool same_sans(X509 *x, const char *const *sans, int n)
+{
+    GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+    int count = 0;
+    bool ok = names != NULL;
+    for (int i = 0; ok && i < sk_GENERAL_NAME_num(names); i++) {
+        const GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+        if (g->type != GEN_DNS)
+            continue;
+        const char *dns = (const char *)ASN1_STRING_get0_data(g->d.dNSName);
+        int len = ASN1_STRING_length(g->d.dNSName);
+        bool found = false;
+        for (int j = 0; j < n && !found; j++)
+            found = (int)strlen(sans[j]) == len && !memcmp(sans[j], dns, (size_t)len);
+        ok = found;
+        count++;
+    }
+    GENERAL_NAMES_free(names);
+    return ok && count == n;
+}
+
+static long seconds_left(X509 *x, time_t now)
+{
+    struct tm tm;
+    if (ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) != 1)
+        return LONG_MIN;
+    return (long)(timegm(&tm) - now);
+}
+
+int k8s_certmint_check(const char *cert_pem, const char *key_pem, const char *ca_pem,
+                       const char *const *sans, int n, time_t now, long renew_before_s,
+                       struct k8s_error *reterr)
+{
+    X509 *cert = cert_pem ? pem_cert(cert_pem) : NULL;
+    X509 *ca = ca_pem ? pem_cert(ca_pem) : NULL;
+    EVP_PKEY *key = key_pem ? pem_key(key_pem) : NULL;
+    EVP_PKEY *ca_pub = ca ? X509_get0_pubkey(ca) : NULL;
+    int r = -K8S_ETLS;
+    if (!cert || !ca || !key)
+        k8s_error_set(reterr, r, "the stored %s does not parse",
+                      !cert ? "certificate"
+                      : !ca ? "CA"
+                            : "key");
+    else if (X509_check_private_key(cert, key) != 1)
+        k8s_error_set(reterr, r, "the stored key does not match the certificate");
+    else if (!ca_pub || X509_check_issued(ca, cert) != X509_V_OK || X509_verify(cert, ca_pub) != 1)
+        k8s_error_set(reterr, r, "the certificate was not issued by the stored CA");
+    else if (!same_sans(cert, sans, n))
+        k8s_error_set(reterr, r, "the certificate's DNS names differ from the service's");
+    else if (seconds_left(cert, now) <= renew_before_s || seconds_left(ca, now) <= renew_before_s)
+        k8s_error_set(reterr, r, "the %s expires within %ld days",
+                      seconds_left(cert, now) <= renew_before_s ? "certificate" : "CA",
+                      renew_before_s / DAY);
+    else
+        r = 0;
+    ERR_clear_error();
+    X509_free(cert);
+    X509_free(ca);
+    EVP_PKEY_free(key);
+    return r;
+}
+
+long k8s_certmint_seconds_left(const char *pem, time_t now)
+{
+    X509 *x = pem ? pem_cert(pem) : NULL;
+    long left = x ? seconds_left(x, now) : LONG_MIN;
+    ERR_clear_error();
+    X509_free(x);
+    return left;
+}
+
+void k8s_certmint_pair_done(struct k8s_certmint_pair *p)
+{
+    if (!p)
+        return;
+    free(p->cert_pem);
+    free(p->key_pem);
+    p->cert_pem = p->key_pem = NULL;
+}

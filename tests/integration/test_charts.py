@@ -1,0 +1,438 @@
+"""The Helm charts (DESIGN §5, issue [4/4]) rendered as `helm template` renders them
+(helm when present, else tests/tools/helmrender): default values, seed 003's --set line,
+certManager.enabled=false and webhook.failurePolicy=Fail. Every object parses and carries
+the fields the design names; the operator's rendered args and the certgen Job's args go
+through the real binaries' flag parsers (the certgen Job runs against the fake API server);
+manifests/install/ is the default rendering and manifests/crd/ the chart's CRD."""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+sys.path.insert(0, os.path.join(HERE, "..", "fakes"))
+import charts  # noqa: E402
+from charts import NAMESPACE, find, render  # noqa: E402
+from fake_apiserver import FakeApiServer  # noqa: E402
+from harness import BIN_DIR  # noqa: E402
+
+WH = "mldiagnostics-injection-webhook"
+OP = "mldiagnostics-connection-operator"
+SEED_SET = ("mldiagnosticsConnectionOperator.controller.args={--metrics-bind-address=:8443,"
+            "--health-probe-bind-address=:8081,--sidecar-timeout=65m,"
+            "--disable-hostname-override}")
+SEED_ARGS = ["--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+             "--sidecar-timeout=65m", "--disable-hostname-override"]
+DEFAULT_ARGS = ["--leader-elect", "--health-probe-bind-address=:8081",
+                "--metrics-bind-address=:8080", "--sidecar-timeout=5m"]
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
+                  "CustomResourceDefinition", "Namespace"}
+READ_VERBS = {"get", "list", "watch"}
+
+
+def hook_phases(obj):
+    return set(obj["metadata"].get("annotations", {}).get("helm.sh/hook", "").split(",")) - {""}
+
+
+class Common:
+    def check_objects(self, docs):
+        self.assertTrue(docs)
+        for d in docs:
+            self.assertTrue(d.get("apiVersion") and d.get("kind"), d)
+            meta = d["metadata"]
+            self.assertRegex(meta["name"], r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+            self.assertLessEqual(len(meta["name"]), 253)
+            if d["kind"] in CLUSTER_SCOPED:
+                self.assertNotIn("namespace", meta, d["kind"])
+            else:
+                self.assertEqual(meta.get("namespace"), NAMESPACE, (d["kind"], meta["name"]))
+            self.assertEqual(meta["labels"]["app.kubernetes.io/part-of"], "mldiagnostics")
+        keys = [(d["kind"], d["metadata"]["name"]) for d in docs]
+        self.assertEqual(len(keys), len(set(keys)), "duplicate objects")
+
+    def check_pod_security(self, pod):
+        psc = pod["securityContext"]
+        self.assertTrue(psc["runAsNonRoot"])
+        self.assertEqual(psc["runAsUser"], 65532)
+        self.assertEqual(psc["seccompProfile"], {"type": "RuntimeDefault"})
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            self.assertTrue(sc["readOnlyRootFilesystem"])
+            self.assertFalse(sc["allowPrivilegeEscalation"])
+            self.assertEqual(sc["capabilities"], {"drop": ["ALL"]})
+            self.assertIn("memory", c["resources"]["limits"])
+            self.assertIn("cpu", c["resources"]["requests"])
+            self.assertIn("memory", c["resources"]["requests"])
+
+    def rules(self, docs, kind, name):
+        return find(docs, kind, name)["rules"]
+
+
+class WebhookChartTest(unittest.TestCase, Common):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render(WH)
+
+    def test_objects_parse(self):
+        self.check_objects(self.docs)
+        self.assertEqual(sorted({d["kind"] for d in self.docs}),
+                         ["Certificate", "ClusterRole", "ClusterRoleBinding", "Deployment",
+                          "Issuer", "MutatingWebhookConfiguration", "PodDisruptionBudget",
+                          "Service", "ServiceAccount"])
+
+    def test_deployment(self):
+        dep = find(self.docs, "Deployment", WH)
+        spec = dep["spec"]
+        self.assertEqual(spec["replicas"], 2)
+        self.assertEqual(spec["strategy"]["rollingUpdate"]["maxUnavailable"], 0)
+        pod = spec["template"]["spec"]
+        self.check_pod_security(pod)
+        anti = pod["affinity"]["podAntiAffinity"]
+        self.assertNotIn("requiredDuringSchedulingIgnoredDuringExecution", anti)
+        (term,) = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual(term["podAffinityTerm"]["topologyKey"], "kubernetes.io/hostname")
+        self.assertEqual(term["podAffinityTerm"]["labelSelector"]["matchLabels"],
+                         spec["selector"]["matchLabels"])
+        (c,) = pod["containers"]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        self.assertEqual(env, {"CERT_PATH": "/etc/webhook/certs/tls.crt",
+                               "KEY_PATH": "/etc/webhook/certs/tls.key",
+                               "KUBERNETES_CLUSTER_DOMAIN": "cluster.local",
+                               "CLUSTER_NAME": ""})
+        self.assertEqual(c["ports"], [{"name": "https", "containerPort": 8443,
+                                       "protocol": "TCP"}])
+        for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+            self.assertEqual(c[probe]["httpGet"], {"path": path, "port": "https",
+                                                   "scheme": "HTTPS"})
+        (mount,) = c["volumeMounts"]
+        self.assertEqual(mount["mountPath"], "/etc/webhook/certs")
+        (vol,) = pod["volumes"]
+        self.assertEqual(vol["secret"]["secretName"], WH + "-tls")
+        self.assertEqual(c["image"], "ghcr.io/mldiagnostics/mldiagnostics-webhook:0.1.0")
+        self.assertEqual(pod["serviceAccountName"], WH)
+        self.assertGreaterEqual(pod["terminationGracePeriodSeconds"], 11)  # > --shutdown-timeout
+
+    def test_args_pass_the_webhook_flag_parser(self):
+        c = find(self.docs, "Deployment", WH)["spec"]["template"]["spec"]["containers"][0]
+        p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-webhook"), *c["args"],
+                            "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        bad = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-webhook"), *c["args"],
+                              "--bogus", "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--bogus", bad.stderr)
+
+    def test_pdb_and_service(self):
+        pdb = find(self.docs, "PodDisruptionBudget", WH)
+        self.assertEqual(pdb["apiVersion"], "policy/v1")
+        self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
+        dep = find(self.docs, "Deployment", WH)
+        self.assertEqual(pdb["spec"]["selector"]["matchLabels"],
+                         dep["spec"]["selector"]["matchLabels"])
+        svc = find(self.docs, "Service", WH)
+        self.assertEqual(svc["spec"]["ports"], [{"name": "https", "port": 443,
+                                                 "targetPort": "https", "protocol": "TCP"}])
+        self.assertEqual(svc["spec"]["selector"], dep["spec"]["selector"]["matchLabels"])
+
+    def test_mutating_webhook_configuration(self):
+        mwc = find(self.docs, "MutatingWebhookConfiguration")
+        name = mwc["metadata"]["name"]
+        self.assertGreater(name, "jobset-mutating-webhook-configuration")
+        self.assertGreater(name, "lws-mutating-webhook-configuration")
+        (hook,) = mwc["webhooks"]
+        self.assertEqual(hook["admissionReviewVersions"], ["v1"])
+        self.assertEqual(hook["sideEffects"], "None")
+        self.assertEqual(hook["reinvocationPolicy"], "IfNeeded")
+        self.assertEqual(hook["timeoutSeconds"], 5)
+        self.assertEqual(hook["failurePolicy"], "Ignore")
+        self.assertEqual(hook["clientConfig"]["service"],
+                         {"name": WH, "namespace": NAMESPACE, "path": "/mutate", "port": 443})
+        (rule,) = hook["rules"]
+        self.assertEqual((rule["operations"], rule["apiGroups"], rule["apiVersions"],
+                          rule["resources"]), (["CREATE"], [""], ["v1"], ["pods"]))
+        exprs = hook["namespaceSelector"]["matchExpressions"]
+        self.assertIn({"key": "diagon-webhook-exempt", "operator": "NotIn", "values": ["true"]},
+                      exprs)
+        self.assertIn({"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                       "values": ["kube-system", NAMESPACE]}, exprs)
+
+    def test_rbac_is_read_only_for_exactly_the_watched_kinds(self):
+        rules = self.rules(self.docs, "ClusterRole", WH)
+        got = {}
+        for r in rules:
+            self.assertLessEqual(set(r["verbs"]), READ_VERBS)
+            for g in r["apiGroups"]:
+                for res in r["resources"]:
+                    self.assertNotIn("*", res)
+                    got[(g, res)] = set(r["verbs"])
+        watched = {("", "namespaces"), ("jobset.x-k8s.io", "jobsets"),
+                   ("leaderworkerset.x-k8s.io", "leaderworkersets"), ("ray.io", "rayjobs"),
+                   ("ray.io", "rayclusters"), ("batch", "jobs")}
+        for key in watched:
+            self.assertEqual(got.pop(key), READ_VERBS, key)
+        # owners looked up one at a time (ReplicaSet -> Deployment, StatefulSet)
+        self.assertEqual(got, {("apps", "deployments"): {"get"},
+                               ("apps", "statefulsets"): {"get"},
+                               ("apps", "replicasets"): {"get"}})
+        binding = find(self.docs, "ClusterRoleBinding", WH)
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": WH,
+                                                "namespace": NAMESPACE}])
+
+    def test_cert_manager_mode(self):
+        cert = find(self.docs, "Certificate")
+        issuer = find(self.docs, "Issuer")
+        mwc = find(self.docs, "MutatingWebhookConfiguration")
+        self.assertEqual(mwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+                         "%s/%s" % (NAMESPACE, cert["metadata"]["name"]))
+        self.assertEqual(cert["spec"]["issuerRef"], {"kind": "Issuer",
+                                                      "name": issuer["metadata"]["name"]})
+        self.assertEqual(cert["spec"]["secretName"], WH + "-tls")
+        svc = "%s.%s" % (WH, NAMESPACE)
+        self.assertEqual(cert["spec"]["dnsNames"], [WH, svc, svc + ".svc",
+                                                    svc + ".svc.cluster.local"])
+        self.assertFalse([d for d in self.docs if hook_phases(d)])
+
+    def test_values_named_by_the_design(self):
+        docs = render(WH, sets=["webhook.failurePolicy=Fail", "webhook.timeoutSeconds=3",
+                                "webhook.replicas=3", "clusterName=tpu-east",
+                                "kubernetesClusterDomain=corp.local",
+                                "otel.collectorName=col", "otel.collectorNamespace=obs",
+                                "image.repository=reg.example/wh", "image.tag=v9"])
+        self.check_objects(docs)
+        (hook,) = find(docs, "MutatingWebhookConfiguration")["webhooks"]
+        self.assertEqual((hook["failurePolicy"], hook["timeoutSeconds"]), ("Fail", 3))
+        dep = find(docs, "Deployment", WH)
+        self.assertEqual(dep["spec"]["replicas"], 3)
+        c = dep["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in c["env"]}
+        self.assertEqual((env["CLUSTER_NAME"], env["KUBERNETES_CLUSTER_DOMAIN"]),
+                         ("tpu-east", "corp.local"))
+        self.assertIn("--otel-collector-name=col", c["args"])
+        self.assertIn("--otel-collector-namespace=obs", c["args"])
+        self.assertEqual(c["image"], "reg.example/wh:v9")
+        self.assertIn(WH + ".gke-mldiagnostics.svc.corp.local",
+                      find(docs, "Certificate")["spec"]["dnsNames"])
+
+    def test_failure_policy_fail(self):
+        docs = render(WH, sets=["webhook.failurePolicy=Fail"])
+        (hook,) = find(docs, "MutatingWebhookConfiguration")["webhooks"]
+        self.assertEqual(hook["failurePolicy"], "Fail")
+        # Fail never blocks the webhook's own namespace or kube-system
+        self.assertIn({"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                       "values": ["kube-system", NAMESPACE]},
+                      hook["namespaceSelector"]["matchExpressions"])
+
+    def test_bad_values_are_refused_by_name(self):
+        for sets, word in ((["webhook.failurePolicy=Sometimes"], "webhook.failurePolicy"),
+                           (["webhook.timeoutSeconds=31"], "webhook.timeoutSeconds"),
+                           (["webhook.configurationName=a-webhook"], "must sort after")):
+            with self.assertRaises(charts.RenderError) as cm:
+                render(WH, sets=sets)
+            self.assertIn(word, str(cm.exception))
+
+
+class CertgenModeTest(unittest.TestCase, Common):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render(WH, sets=["certManager.enabled=false"])
+
+    def test_no_cert_manager_objects(self):
+        self.check_objects(self.docs)
+        kinds = {d["kind"] for d in self.docs}
+        self.assertFalse(kinds & {"Certificate", "Issuer"})
+        mwc = find(self.docs, "MutatingWebhookConfiguration")
+        self.assertNotIn("cert-manager.io/inject-ca-from",
+                         mwc["metadata"].get("annotations", {}))
+
+    def test_hook_job_and_its_rbac(self):
+        hooks = [d for d in self.docs if hook_phases(d)]
+        self.assertEqual(sorted(d["kind"] for d in hooks),
+                         ["ClusterRole", "ClusterRoleBinding", "Job", "Role", "RoleBinding",
+                          "ServiceAccount"])
+        for d in hooks:
+            self.assertEqual(hook_phases(d), {"pre-install", "pre-upgrade", "post-install",
+                                              "post-upgrade"})
+        job = find(self.docs, "Job")
+        ann = job["metadata"]["annotations"]
+        rbac_weight = int(find(self.docs, "Role")["metadata"]["annotations"]
+                          ["helm.sh/hook-weight"])
+        self.assertLess(rbac_weight, int(ann["helm.sh/hook-weight"]))
+        pod = job["spec"]["template"]["spec"]
+        self.check_pod_security(pod)
+        role = find(self.docs, "Role")["rules"]
+        self.assertEqual(role, [
+            {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [WH + "-tls"],
+             "verbs": ["get", "update"]}])
+        mwc = find(self.docs, "MutatingWebhookConfiguration")["metadata"]["name"]
+        self.assertEqual(find(self.docs, "ClusterRole", WH + "-certgen")["rules"], [
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["mutatingwebhookconfigurations"], "resourceNames": [mwc],
+             "verbs": ["get", "patch"]}])
+
+    def test_the_job_runs_certgen_as_rendered(self):
+        job = find(self.docs, "Job")
+        (c,) = job["spec"]["template"]["spec"]["containers"]
+        dep = find(self.docs, "Deployment", WH)
+        self.assertEqual(c["image"], dep["spec"]["template"]["spec"]["containers"][0]["image"])
+        self.assertEqual(c["args"][0], "certgen")
+        env = {e["name"]: e["value"] for e in c["env"]}
+        api = FakeApiServer()
+        api.start()
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                kc = os.path.join(tmp, "kubeconfig")
+                api.kubeconfig(kc)
+                api.create(("", "v1", "namespaces"), {"metadata": {"name": NAMESPACE}})
+                mwc = copy.deepcopy(find(self.docs, "MutatingWebhookConfiguration"))
+                api.create(("admissionregistration.k8s.io", "v1",
+                            "mutatingwebhookconfigurations"), mwc)
+                p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-webhook"), *c["args"],
+                                    "--kubeconfig", kc], capture_output=True, text=True,
+                                   timeout=60, env=dict(os.environ, **env))
+                self.assertEqual(p.returncode, 0, p.stderr)
+                done = json.loads(p.stderr.strip().splitlines()[-1])
+                self.assertEqual((done["secret"], done["caBundle"]), ("created", "patched"))
+                secret_name = dep["spec"]["template"]["spec"]["volumes"][0]["secret"][
+                    "secretName"]
+                secret = api.get(("", "v1", "secrets"), secret_name, ns=NAMESPACE)
+                self.assertEqual(secret["type"], "kubernetes.io/tls")
+                got = api.get(("admissionregistration.k8s.io", "v1",
+                               "mutatingwebhookconfigurations"), mwc["metadata"]["name"])
+                self.assertEqual(got["webhooks"][0]["clientConfig"]["caBundle"],
+                                 secret["data"]["ca.crt"])
+        finally:
+            api.stop()
+
+
+class OperatorChartTest(unittest.TestCase, Common):
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render(OP)
+        cls.seed = render(OP, sets=[SEED_SET])
+
+    def container(self, docs):
+        dep = find(docs, "Deployment", OP)
+        (c,) = dep["spec"]["template"]["spec"]["containers"]
+        return dep, c
+
+    def test_objects_parse(self):
+        for docs in (self.docs, self.seed):
+            self.check_objects(docs)
+        self.assertEqual(sorted({d["kind"] for d in self.docs}),
+                         ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                          "Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"])
+
+    def test_deployment(self):
+        dep, c = self.container(self.docs)
+        pod = dep["spec"]["template"]["spec"]
+        self.check_pod_security(pod)
+        self.assertEqual(pod["terminationGracePeriodSeconds"], 10)
+        self.assertEqual(c["args"], DEFAULT_ARGS)
+        self.assertEqual(pod["serviceAccountName"], OP)
+        env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in c["env"]}
+        self.assertEqual(env, {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"})
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        self.assertEqual(ports, {"metrics": 8080, "health": 8081})
+        self.assertEqual(c["readinessProbe"]["httpGet"], {"path": "/readyz", "port": "health"})
+        self.assertEqual(c["livenessProbe"]["httpGet"], {"path": "/healthz", "port": "health"})
+
+    def test_seed_set_line(self):
+        dep, c = self.container(self.seed)
+        self.assertEqual(c["args"], SEED_ARGS)
+        ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+        self.assertEqual(ports, {"metrics": 8443, "health": 8081})
+        svc = find(self.seed, "Service")
+        self.assertEqual(svc["spec"]["ports"][0]["port"], 8443)
+        self.assertEqual(svc["spec"]["ports"][0]["targetPort"], "metrics")
+
+    def test_args_reach_the_flag_parser_unchanged(self):
+        for docs, expect in ((self.docs, {"leader-elect": True, "metrics-bind-address": ":8080",
+                                          "sidecar-timeout": "5m0s"}),
+                             (self.seed, {"leader-elect": False,
+                                          "metrics-bind-address": ":8443",
+                                          "health-probe-bind-address": ":8081",
+                                          "sidecar-timeout": "1h5m0s",
+                                          "disable-hostname-override": True})):
+            _, c = self.container(docs)
+            p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-operator"), *c["args"],
+                                "--dry-run"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            got = json.loads(p.stdout)
+            for k, v in expect.items():
+                self.assertEqual(got[k], v, k)
+        p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-operator"), "--dry-run",
+                            "--sidecar-timeout=65 minutes"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--sidecar-timeout", p.stderr)
+
+    def test_disabled_listeners(self):
+        docs = render(OP, sets=["mldiagnosticsConnectionOperator.controller.args="
+                                "{--metrics-bind-address=0,--health-probe-bind-address=0}"])
+        _, c = self.container(docs)
+        self.assertNotIn("ports", c)
+        self.assertNotIn("readinessProbe", c)
+        self.assertFalse([d for d in docs if d["kind"] == "Service"])
+
+    def test_rbac_least_privilege(self):
+        rules = self.rules(self.docs, "ClusterRole", OP)
+        got = {}
+        for r in rules:
+            self.assertNotIn("*", r["verbs"])
+            for g in r["apiGroups"]:
+                self.assertNotEqual(g, "*")
+                for res in r["resources"]:
+                    self.assertNotIn("*", res)
+                    self.assertNotEqual(res, "secrets")
+                    got[(g, res)] = set(r["verbs"])
+        self.assertEqual(got, {
+            ("diagon.gke.io", "mldiagnosticsconnections"): READ_VERBS,
+            ("diagon.gke.io", "mldiagnosticsconnections/status"): {"get", "update", "patch"},
+            ("", "pods"): READ_VERBS,
+            ("jobset.x-k8s.io", "jobsets"): READ_VERBS,
+            ("ray.io", "rayjobs"): READ_VERBS,
+            ("leaderworkerset.x-k8s.io", "leaderworkersets"): READ_VERBS,
+            ("", "events"): {"create", "patch"},
+        })
+        role = find(self.docs, "Role")
+        self.assertEqual(role["rules"], [{"apiGroups": ["coordination.k8s.io"],
+                                          "resources": ["leases"],
+                                          "verbs": ["get", "create", "update"]}])
+
+    def test_crd_is_the_manifest_and_survives_uninstall(self):
+        crd = find(self.docs, "CustomResourceDefinition")
+        self.assertEqual(crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep")
+        with open(os.path.join(charts.ROOT, "manifests", "crd",
+                               "mldiagnosticsconnections.diagon.gke.io.yaml")) as f:
+            manifest = yaml.safe_load(f)
+        self.assertEqual(crd["spec"], manifest["spec"])
+        self.assertEqual(crd["metadata"]["name"], manifest["metadata"]["name"])
+        docs = render(OP, sets=["crds.install=false"])
+        self.assertFalse([d for d in docs if d["kind"] == "CustomResourceDefinition"])
+
+
+class InstallManifestsTest(unittest.TestCase):
+    """manifests/install/ is the charts rendered with default values (`make manifests`)."""
+
+    def test_no_drift(self):
+        for chart in (WH, OP):
+            path = os.path.join(charts.ROOT, "manifests", "install", chart + ".yaml")
+            with open(path) as f:
+                committed = [d for d in yaml.safe_load_all(f) if d]
+            self.assertEqual(committed, render(chart),
+                             "%s is stale: run `make manifests`" % path)
+
+    def test_namespace_first(self):
+        with open(os.path.join(charts.ROOT, "manifests", "install", "00-namespace.yaml")) as f:
+            (ns,) = [d for d in yaml.safe_load_all(f) if d]
+        self.assertEqual((ns["kind"], ns["metadata"]["name"]), ("Namespace", NAMESPACE))
+
+
+if __name__ == "__main__":
+    unittest.main()

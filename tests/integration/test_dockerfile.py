@@ -1,0 +1,149 @@
+"""The Dockerfile (DESIGN §5), checked statically because no Docker engine runs here: the
+stage names and targets, the build stage running the unit tests, runtime stages on Debian 12
+slim as user 65532 with nothing but the binary, COPY sources that exist in the repository and
+binaries the build really produces, and runtime packages that provide every shared library
+the binaries need (ELF NEEDED entries, resolved and mapped to Debian packages with dpkg -S,
+plus libcurl.so.4, which libk8s dlopens) and no -dev package."""
+import os
+import re
+import shlex
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from harness import BIN_DIR  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+BINARIES = {"webhook": "mldiagnostics-webhook", "operator": "mldiagnostics-operator"}
+DLOPENED = ["libcurl.so.4"]  # libk8s/k8s_curl.c
+
+
+def parse_dockerfile(path):
+    """[(stage name, base, [(instruction, argument text)])], ARG defaults resolved."""
+    with open(path) as f:
+        text = re.sub(r"\\\n", " ", f.read())
+    args, stages = {}, []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        instr, _, rest = line.partition(" ")
+        instr = instr.upper()
+        if instr == "ARG" and not stages:
+            k, _, v = rest.partition("=")
+            args[k.strip()] = v.strip()
+            continue
+        if instr == "FROM":
+            m = re.match(r"(\S+)\s+AS\s+(\S+)$", rest.strip(), re.I)
+            base = re.sub(r"\$\{(\w+)\}", lambda g: args.get(g.group(1), g.group(0)), m.group(1))
+            stages.append((m.group(2), base, []))
+            continue
+        stages[-1][2].append((instr, rest.strip()))
+    return stages
+
+
+def ldd_packages(binary):
+    """The Debian packages that provide binary's direct shared libraries (ELF NEEDED) and
+    the dlopened ones; apt brings their own dependencies."""
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    where = dict(re.findall(r"^\s*(\S+)\s+=>\s+(/\S+)", out, re.M))
+    dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True,
+                         check=True).stdout
+    paths = [where[n] for n in re.findall(r"\(NEEDED\).*\[(.+)\]", dyn)]
+    for lib in DLOPENED:
+        found = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True).stdout
+        m = re.search(r"%s .*=> (\S+)" % re.escape(lib), found)
+        assert m, "%s not installed here" % lib
+        paths.append(m.group(1))
+    pkgs = {}
+    for p in paths:
+        real = os.path.realpath(p)
+        res = subprocess.run(["dpkg", "-S", real], capture_output=True, text=True)
+        if res.returncode != 0:  # usrmerge: dpkg knows the /lib path
+            res = subprocess.run(["dpkg", "-S", real.replace("/usr/lib/", "/lib/", 1)],
+                                 capture_output=True, text=True, check=True)
+        pkgs[os.path.basename(p)] = res.stdout.split(":")[0]
+    return pkgs
+
+
+class DockerfileTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.stages = parse_dockerfile(os.path.join(ROOT, "Dockerfile"))
+        cls.by_name = {s[0]: s for s in cls.stages}
+
+    def instrs(self, stage, kind):
+        return [a for i, a in self.by_name[stage][2] if i == kind]
+
+    def apt_packages(self, stage):
+        pkgs = set()
+        for run in self.instrs(stage, "RUN"):
+            for cmd in re.split(r"&&|;", run):
+                words = shlex.split(cmd)
+                if words[:2] == ["apt-get", "install"]:
+                    pkgs |= {w for w in words[2:] if not w.startswith("-")}
+        return pkgs
+
+    def chain(self, stage):
+        """The stage and the stages it builds on, nearest first."""
+        out = [stage]
+        while self.by_name[out[-1]][1] in self.by_name:
+            out.append(self.by_name[out[-1]][1])
+        return out
+
+    def test_stages_and_bases(self):
+        names = [s[0] for s in self.stages]
+        self.assertEqual(names[0], "build")
+        for target in ("webhook", "operator"):
+            self.assertIn(target, names)
+            base = self.by_name[self.chain(target)[-1]][1]
+            self.assertEqual(base, "debian:12-slim", target)
+        self.assertEqual(self.by_name["build"][1], "debian:12")
+
+    def test_build_stage_runs_the_unit_tests(self):
+        runs = " ".join(self.instrs("build", "RUN"))
+        self.assertRegex(runs, r"ctest .*-L unit")
+        self.assertIn("-DCMAKE_BUILD_TYPE=Release", runs)
+        for src in self.instrs("build", "COPY"):
+            for path in src.split()[:-1]:
+                self.assertTrue(os.path.exists(os.path.join(ROOT, path)), path)
+
+    def test_runtime_is_non_root_and_holds_one_binary(self):
+        for target, binary in BINARIES.items():
+            users = [u for st in reversed(self.chain(target)) for u in self.instrs(st, "USER")]
+            self.assertTrue(users, target)
+            self.assertEqual(users[-1], "65532:65532", target)
+            copies = [c for st in self.chain(target) for c in self.instrs(st, "COPY")]
+            self.assertEqual(len(copies), 1, copies)
+            src, dst = copies[0].split()[1:]
+            self.assertEqual(copies[0].split()[0], "--from=build")
+            self.assertTrue(src.startswith("/src/build/bin/"))
+            built = os.path.join(BIN_DIR, os.path.basename(src))
+            self.assertTrue(os.access(built, os.X_OK), "%s is not a build output" % src)
+            self.assertEqual(os.path.basename(src), binary)
+            (entry,) = self.instrs(target, "ENTRYPOINT")
+            self.assertEqual(entry, '["%s"]' % dst)  # exec form, no shell
+
+    def test_runtime_packages_provide_every_library(self):
+        runtime = set()
+        for st in self.chain("webhook")[1:]:
+            runtime |= self.apt_packages(st)
+        self.assertFalse([p for p in runtime if p.endswith("-dev")])
+        for binary in BINARIES.values():
+            needed = ldd_packages(os.path.join(BIN_DIR, binary))
+            for lib, pkg in needed.items():
+                if pkg in ("libc6", "libgcc-s1"):  # in the slim base image
+                    continue
+                self.assertIn(pkg, runtime, "%s needs %s (%s)" % (binary, lib, pkg))
+
+    def test_dockerignore_keeps_build_trees_out(self):
+        with open(os.path.join(ROOT, ".dockerignore")) as f:
+            lines = f.read().split()
+        for p in (".git", "build", "build-*"):
+            self.assertIn(p, lines)
+
+
+if __name__ == "__main__":
+    unittest.main()

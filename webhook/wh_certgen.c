@@ -1,0 +1,354 @@
+#include "wh_certgen.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s_certmint.h"
+#include "k8s_codec.h"
+#include "k8s_config.h"
+#include "k8s_flags.h"
+#include "k8s_log.h"
+#include "k8s_time.h"
+
+#define ATTEMPTS   5
+#define TIMEOUT_MS 10000
+#define DAY_S      86400L
+#define MWC_PATH   "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"
+
+/* The stored pair and CA, decoded from a Secret's data. */
+struct stored {
+    char *cert, *key, *ca;
+};
+
+static void stored_done(struct stored *s)
+{
+    free(s->cert);
+    free(s->key);
+    free(s->ca);
+}
+
+static char *data_pem(json_t *secret, const char *key)
+{
+    const char *b64 = json_string_value(json_object_get(json_object_get(secret, "data"), key));
+    size_t n = 0;
+    return b64 ? (char *)k8s_base64_decode(b64, strlen(b64), &n) : NULL;
+}
+
+static void dns_names(const struct wh_certgen_opts *o, char store[4][320], const char *sans[4])
+{
+    snprintf(store[0], 320, "%s", o->service);
+    snprintf(store[1], 320, "%s.%s", o->service, o->namespace);
+    snprintf(store[2], 320, "%s.%s.svc", o->service, o->namespace);
+    snprintf(store[3], 320, "%s.%s.svc.%s", o->service, o->namespace, o->cluster_domain);
+    for (int i = 0; i < 4; i++)
+        sans[i] = store[i];
+}
+
+static int mint(const struct wh_certgen_opts *o, time_t now, struct k8s_certmint_pair *ca,
+                struct k8s_certmint_pair *leaf, struct k8s_error *reterr)
+{
+    char store[4][320], cn[400];
+    const char *sans[4];
+    dns_names(o, store, sans);
+    int days = (int)(o->validity_ns / K8S_NSEC_PER_SEC / DAY_S);
+    snprintf(cn, sizeof(cn), "%s.%s webhook CA", o->service, o->namespace);
+    int r = k8s_certmint_ca(cn, days + 30, now, ca, reterr);
+    if (r == 0 && (r = k8s_certmint_serving(ca, sans, 4, days, now, leaf, reterr)) < 0)
+        k8s_certmint_pair_done(ca);
+    return r;
+}
+
+static json_t *b64_string(const char *pem)
+{
+    size_t n = 0;
+    char *b = k8s_base64_encode(pem, strlen(pem), &n);
+    json_t *j = b ? json_stringn(b, n) : NULL;
+    free(b);
+    return j;
+}
+
+static json_t *secret_body(const struct wh_certgen_opts *o, const char *secret, const char *rv,
+                           const struct k8s_certmint_pair *ca, const struct k8s_certmint_pair *leaf)
+{
+    json_t *meta = json_pack("{s:s, s:s, s:{s:s, s:s}}", "name", secret, "namespace", o->namespace,
+                             "labels", "app.kubernetes.io/managed-by", "mldiagnostics-certgen",
+                             "app.kubernetes.io/part-of", "mldiagnostics");
+    if (meta && rv)
+        json_object_set_new(meta, "resourceVersion", json_string(rv));
+    return json_pack("{s:s, s:s, s:o, s:s, s:{s:o, s:o, s:o}}", "apiVersion", "v1", "kind",
+                     "Secret", "metadata", meta, "type", "kubernetes.io/tls", "data", "tls.crt",
+                     b64_string(leaf->cert_pem), "tls.key", b64_string(leaf->key_pem), "ca.crt",
+                     b64_string(ca->cert_pem));
+}
+
+/* Keep the stored pair (0), or say why not (-K8S_ETLS with the reason). */
+static int keepable(const struct wh_certgen_opts *o, const struct stored *s, time_t now,
+                    struct k8s_error *why)
+{
+    char store[4][320];
+    const char *sans[4];
+    dns_names(o, store, sans);
+    if (!s->cert || !s->key || !s->ca)
+        return k8s_error_set(why, -K8S_ETLS, "the Secret lacks tls.crt, tls.key or ca.crt");
+    return k8s_certmint_check(s->cert, s->key, s->ca, sans, 4, now,
+                              (long)(o->renew_before_ns / K8S_NSEC_PER_SEC), why);
+}
+
+/* One read-decide-write pass over the Secret. -K8S_ECONFLICT: start over.
+ * On success *bundle is the caBundle PEM the configuration should carry. */
+static int secret_pass(struct k8s_client *c, const struct wh_certgen_opts *o, const char *secret,
+                       time_t now, struct wh_certgen_result *res, char **bundle,
+                       struct k8s_error *reterr)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/secrets/%s", o->namespace, secret);
+    json_t *cur = NULL;
+    int r = k8s_get_json(c, path, NULL, TIMEOUT_MS, &cur, reterr);
+    if (r < 0 && r != -K8S_ENOTFOUND)
+        return r;
+    struct stored s = {0};
+    struct k8s_error why = {0};
+    if (cur) {
+        s = (struct stored){data_pem(cur, "tls.crt"), data_pem(cur, "tls.key"),
+                            data_pem(cur, "ca.crt")};
+        if (keepable(o, &s, now, &why) == 0) {
+            res->secret = WH_SECRET_KEPT;
+            res->not_after = now + k8s_certmint_seconds_left(s.cert, now);
+            *bundle = s.ca;
+            s.ca = NULL;
+            goto out;
+        }
+    }
+    struct k8s_certmint_pair ca = {0}, leaf = {0};
+    if ((r = mint(o, now, &ca, &leaf, reterr)) < 0)
+        goto out;
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
+    json_t *body = secret_body(o, secret, rv, &ca, &leaf);
+    char coll[400];
+    snprintf(coll, sizeof(coll), "/api/v1/namespaces/%s/secrets", o->namespace);
+    r = !body  ? -K8S_ENOMEM
+        : !cur ? k8s_send_json(c, "POST", coll, NULL, body, TIMEOUT_MS, NULL, reterr)
+               : k8s_send_json(c, "PUT", path, NULL, body, TIMEOUT_MS, NULL, reterr);
+    json_decref(body);
+    if (r == 0) {
+        res->secret = cur ? WH_SECRET_RENEWED : WH_SECRET_CREATED;
+        res->not_after = now + k8s_certmint_seconds_left(leaf.cert_pem, now);
+        snprintf(res->renew_reason, sizeof(res->renew_reason), "%s", cur ? why.message : "");
+        /* the old CA stays trusted until the webhook serves the new pair */
+        bool old_ok = s.ca && k8s_certmint_seconds_left(s.ca, now) > 0;
+        if (asprintf(bundle, "%s%s", ca.cert_pem, old_ok ? s.ca : "") < 0)
+            *bundle = NULL, r = -K8S_ENOMEM;
+    } else if (r == -K8S_ENOMEM) {
+        k8s_error_set(reterr, r, "out of memory");
+    }
+    k8s_certmint_pair_done(&ca);
+    k8s_certmint_pair_done(&leaf);
+out:
+    stored_done(&s);
+    json_decref(cur);
+    return r;
+}
+
+/* The entry calls our Service. */
+static bool calls_service(json_t *hook, const struct wh_certgen_opts *o)
+{
+    json_t *svc = json_object_get(json_object_get(hook, "clientConfig"), "service");
+    const char *name = json_string_value(json_object_get(svc, "name"));
+    const char *ns = json_string_value(json_object_get(svc, "namespace"));
+    return name && ns && !strcmp(name, o->service) && !strcmp(ns, o->namespace);
+}
+
+/* The entry's current caBundle already trusts ca_pem. */
+static bool trusts(json_t *hook, const char *ca_pem)
+{
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(hook, "clientConfig"), "caBundle"));
+    size_t n = 0;
+    char *pem = b64 ? (char *)k8s_base64_decode(b64, strlen(b64), &n) : NULL;
+    bool yes = pem && strstr(pem, ca_pem);
+    free(pem);
+    return yes;
+}
+
+/* JSON patch: for each entry calling our Service whose caBundle lacks the
+ * CA, test its name (the index still means it) and set the field. */
+static json_t *bundle_patch(json_t *cfg, const struct wh_certgen_opts *o, const char *ca_pem,
+                            const char *bundle, int *ret_calls)
+{
+    json_t *ops = json_array(), *hook;
+    json_t *value = b64_string(bundle);
+    size_t i;
+    *ret_calls = 0;
+    json_array_foreach(json_object_get(cfg, "webhooks"), i, hook)
+    {
+        if (!calls_service(hook, o))
+            continue;
+        ++*ret_calls;
+        if (trusts(hook, ca_pem))
+            continue;
+        char at[64];
+        snprintf(at, sizeof(at), "/webhooks/%zu", i);
+        json_array_append_new(ops, json_pack("{s:s, s:s+, s:O}", "op", "test", "path", at, "/name",
+                                             "value", json_object_get(hook, "name")));
+        json_array_append_new(ops, json_pack("{s:s, s:s+, s:O}", "op", "add", "path", at,
+                                             "/clientConfig/caBundle", "value", value));
+    }
+    json_decref(value);
+    return ops;
+}
+
+static int bundle_pass(struct k8s_client *c, const struct wh_certgen_opts *o, const char *bundle,
+                       struct wh_certgen_result *res, struct k8s_error *reterr)
+{
+    char path[400];
+    snprintf(path, sizeof(path), MWC_PATH "%s", o->webhook_config);
+    json_t *cfg = NULL;
+    int r = k8s_get_json(c, path, NULL, TIMEOUT_MS, &cfg, reterr);
+    if (r == -K8S_ENOTFOUND) {
+        res->bundle = WH_BUNDLE_ABSENT;
+        return 0;
+    }
+    if (r < 0)
+        return r;
+    /* the first certificate of the bundle is the Secret's CA */
+    const char *end = strstr(bundle, "-----END CERTIFICATE-----");
+    char *ca = end ? strndup(bundle, (size_t)(end - bundle) + 25) : NULL;
+    int calls = 0;
+    json_t *ops = ca ? bundle_patch(cfg, o, ca, bundle, &calls) : NULL;
+    if (!ops)
+        r = k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    else if (!calls)
+        r = k8s_error_set(reterr, -K8S_EINVAL, "no webhook in it calls service %s/%s", o->namespace,
+                          o->service);
+    else if (!json_array_size(ops))
+        res->bundle = WH_BUNDLE_UNCHANGED;
+    else if ((r = k8s_send_json(c, "PATCH", path, K8S_PATCH_JSON, ops, TIMEOUT_MS, NULL, reterr)) ==
+             0) {
+        res->bundle = WH_BUNDLE_PATCHED;
+        res->webhooks_patched = (int)json_array_size(ops) / 2;
+    }
+    json_decref(ops);
+    free(ca);
+    json_decref(cfg);
+    return r;
+}
+
+int wh_certgen_run(struct k8s_client *c, const struct wh_certgen_opts *o, time_t now,
+                   struct wh_certgen_result *ret, struct k8s_error *reterr)
+{
+    char secret[300];
+    snprintf(secret, sizeof(secret), "%s", o->secret_name);
+    if (!*secret)
+        snprintf(secret, sizeof(secret), "%s-tls", o->service);
+    struct wh_certgen_result res = {0};
+    char *bundle = NULL;
+    int r = -K8S_ECONFLICT;
+    for (int i = 0; i < ATTEMPTS && r == -K8S_ECONFLICT; i++)
+        r = secret_pass(c, o, secret, now, &res, &bundle, reterr);
+    if (r < 0) {
+        k8s_error_prefix(reterr, "secret %s/%s", o->namespace, secret);
+        return r;
+    }
+    if (!*o->webhook_config)
+        res.bundle = WH_BUNDLE_NONE;
+    else
+        for (int i = 0; i < ATTEMPTS && (i == 0 || r == -K8S_EINVALID || r == -K8S_ECONFLICT); i++)
+            r = bundle_pass(c, o, bundle, &res, reterr);
+    if (r < 0)
+        k8s_error_prefix(reterr, "mutatingwebhookconfiguration %s", o->webhook_config);
+    free(bundle);
+    if (r == 0)
+        *ret = res;
+    return r;
+}
+
+static int parse(struct wh_certgen_opts *o, const char **kubeconfig, int argc, char **argv,
+                 int argi, struct k8s_error *reterr)
+{
+    const char *dom = getenv("KUBERNETES_CLUSTER_DOMAIN");
+    *o = (struct wh_certgen_opts){
+        .service = "",
+        .namespace = "",
+        .secret_name = "",
+        .webhook_config = "",
+        .cluster_domain = dom && *dom ? dom : "cluster.local",
+        .renew_before_ns = 30 * DAY_S * K8S_NSEC_PER_SEC,
+        .validity_ns = 365 * DAY_S * K8S_NSEC_PER_SEC,
+    };
+    const int64_t day = DAY_S * K8S_NSEC_PER_SEC;
+    const struct k8s_flag t[] = {
+        {"service", K8S_FLAG_STRING, &o->service, "the webhook's Service (required)"},
+        {"namespace", K8S_FLAG_STRING, &o->namespace, "the Service's namespace (required)"},
+        {"secret-name", K8S_FLAG_STRING, &o->secret_name,
+         "the kubernetes.io/tls Secret to write (default <service>-tls)"},
+        {"webhook-config", K8S_FLAG_STRING, &o->webhook_config,
+         "MutatingWebhookConfiguration whose entries calling the Service get the caBundle"},
+        {"cluster-domain", K8S_FLAG_STRING, &o->cluster_domain,
+         "DNS domain of the cluster (default $KUBERNETES_CLUSTER_DOMAIN, else cluster.local)"},
+        {"renew-before", K8S_FLAG_DURATION, &o->renew_before_ns,
+         "renew when the certificate expires within this (default 720h)", 0, 3650 * day},
+        {"validity", K8S_FLAG_DURATION, &o->validity_ns,
+         "lifetime of a new serving certificate (default 8760h)", day, 3650 * day},
+        {"kubeconfig", K8S_FLAG_STRING, kubeconfig,
+         "kubeconfig for out-of-cluster use (default in-cluster service account)"},
+        {NULL},
+    };
+    int r = k8s_flags_parse(t, argc, argv, &argi, reterr);
+    if (r == 1) {
+        printf("Usage: mldiagnostics-webhook certgen --service S --namespace N [flags]\n\n"
+               "Creates or renews the webhook's CA and serving certificate in a Secret and\n"
+               "sets caBundle on the webhook configuration (no cert-manager needed).\n\n");
+        k8s_flags_usage(stdout, t);
+        return 1;
+    }
+    if (r == 0 && argi < argc)
+        r = k8s_error_set(reterr, -K8S_EINVAL, "unexpected argument: %s", argv[argi]);
+    if (r == 0 && (!*o->service || !*o->namespace))
+        r = k8s_error_set(reterr, -K8S_EINVAL, "--service and --namespace are required");
+    if (r == 0 && o->renew_before_ns >= o->validity_ns)
+        r = k8s_error_set(reterr, -K8S_EINVAL, "--renew-before must be shorter than --validity");
+    return r;
+}
+
+static const char *const secret_word[] = {"kept", "created", "renewed"};
+static const char *const bundle_word[] = {"not requested", "configuration not found (yet)",
+                                          "unchanged", "patched"};
+
+int wh_certgen_main(int argc, char **argv, int argi)
+{
+    struct wh_certgen_opts o;
+    const char *kubeconfig = "";
+    struct k8s_error err = {0};
+    int r = parse(&o, &kubeconfig, argc, argv, argi, &err);
+    if (r != 0) {
+        if (r < 0)
+            fprintf(stderr, "mldiagnostics-webhook certgen: %s (see --help)\n", err.message);
+        return r > 0 ? 0 : 2;
+    }
+    struct k8s_config kc;
+    struct k8s_client *client = NULL;
+    struct wh_certgen_result res;
+    r = k8s_config_load(kubeconfig, &kc, &err);
+    if (r == 0) {
+        r = k8s_client_new(&kc, &client, &err);
+        k8s_config_done(&kc);
+    }
+    if (r == 0)
+        r = wh_certgen_run(client, &o, time(NULL), &res, &err);
+    k8s_client_free(client);
+    if (r < 0) {
+        k8s_log_json(K8S_LOG_ERROR, "certgen failed", json_pack("{s:s}", "error", err.message));
+        return 1;
+    }
+    char until[32];
+    k8s_time_rfc3339(res.not_after, until);
+    k8s_log_json(K8S_LOG_INFO, "certgen done",
+                 json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "secret", secret_word[res.secret],
+                           "reason", res.renew_reason, "notAfter", until, "caBundle",
+                           bundle_word[res.bundle], "webhookConfiguration", o.webhook_config,
+                           "webhooksPatched", res.webhooks_patched));
+    return 0;
+}
