@@ -258,3 +258,12 @@ int k8s_duration_parse(const char *s, int64_t *ret_ns, struct k8s_error *reterr)
     *ret_ns = neg ? (int64_t)(0 - total) : (int64_t)total;
     return 0;
 }
+
+void k8s_cond_init_mono(pthread_cond_t *cond)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
+}

@@ -6,6 +6,7 @@
 #ifndef K8S_TIME_H
 #define K8S_TIME_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -18,6 +19,11 @@
 int64_t k8s_mono_ns(void);
 /* CLOCK_REALTIME in nanoseconds. */
 int64_t k8s_real_ns(void);
+
+/* Initialise *cond to time its waits on CLOCK_MONOTONIC, so that
+ * pthread_cond_timedwait deadlines (from k8s_mono_ns) ignore wall-clock
+ * steps. Destroy it with pthread_cond_destroy. */
+void k8s_cond_init_mono(pthread_cond_t *cond);
 
 /* Format t as "YYYY-MM-DDTHH:MM:SSZ" (UTC) into out (>= 21 bytes). */
 void k8s_time_rfc3339(time_t t, char out[static 21]);

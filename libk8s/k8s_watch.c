@@ -376,11 +376,7 @@ int k8s_watch_start(struct k8s_client *c, const struct k8s_watch_spec *spec,
     w->healthy_since = k8s_mono_ns();
     w->seed = (unsigned)k8s_mono_ns();
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    k8s_cond_init_mono(&w->cv);
     if (!w->resource || !w->path || (spec->label_selector && !w->selector) ||
         pthread_create(&w->thread, NULL, watch_main, w) != 0) {
         free(w->resource);

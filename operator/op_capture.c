@@ -856,11 +856,7 @@ int op_capture_new(const struct op_capture_deps *deps, struct op_capture **ret)
         return -K8S_ENOMEM;
     c->d = *deps;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    k8s_cond_init_mono(&c->cond);
     register_metrics(c);
     *ret = c;
     return 0;

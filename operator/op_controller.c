@@ -290,11 +290,7 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     c->client = client;
     c->metrics = metrics;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    k8s_cond_init_mono(&c->cond);
     int r =
         (c->queue = op_queue_new(NULL)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     r = r ? r : op_relay_new(&c->relay, reterr);

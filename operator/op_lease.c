@@ -181,11 +181,7 @@ int op_lease_start(struct k8s_client *c, const struct op_lease_opts *o, op_lease
              "/apis/coordination.k8s.io/v1/namespaces/%s/leases", o->namespace);
     snprintf(l->path, sizeof(l->path), "%s/%s", l->collection, o->name);
     pthread_mutex_init(&l->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    k8s_cond_init_mono(&l->cond);
     if (!l->ns || !l->name || !l->identity || pthread_create(&l->thread, NULL, run, l) != 0) {
         free(l->ns);
         free(l->name);

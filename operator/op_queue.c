@@ -55,11 +55,7 @@ struct op_queue *op_queue_new(const struct op_queue_opts *opts)
     q->tokens = q->opts.burst;
     q->tokens_at = k8s_mono_ns();
     pthread_mutex_init(&q->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    k8s_cond_init_mono(&q->cond);
     return q;
 }
 

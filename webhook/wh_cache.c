@@ -386,11 +386,7 @@ int wh_cache_start(struct k8s_client *client, const struct wh_cache_opts *opts,
     c->lookup = (struct wh_lookup){.get_meta = lookup_meta, .ud = c};
     c->ttl = json_object();
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->landed, &ca);
-    pthread_condattr_destroy(&ca);
+    k8s_cond_init_mono(&c->landed);
     int r = c->ttl ? 0 : -K8S_ENOMEM;
     for (size_t i = 0; i < NKINDS && r == 0; i++) {
         struct kind_cache *k = &c->kc[i];

@@ -417,6 +417,49 @@ class OperatorChartTest(unittest.TestCase, Common):
         self.assertFalse([d for d in docs if d["kind"] == "CustomResourceDefinition"])
 
 
+class RendererTest(unittest.TestCase):
+    """The renderer does what helm does with the features the charts rely on (the same
+    expectations hold when helm itself is on PATH)."""
+
+    CHART = os.path.join(HERE, "..", "fixtures", "charts", "render-check")
+
+    def render(self, *sets, hooks=True):
+        old = charts.CHARTS
+        charts.CHARTS = os.path.dirname(self.CHART)
+        try:
+            return render("render-check", release="rel", namespace="ns", sets=sets, hooks=hooks)
+        finally:
+            charts.CHARTS = old
+
+    def test_include_tpl_toyaml_and_set_forms(self):
+        docs = self.render("int=42,bool=TRUE,str=007,zero=0", "args={--a=:1,--b}", "idx[1]=y",
+                           "esc=a\\,b\\.c", "nested.replace=new,nested.drop=null",
+                           "required=ok")
+        self.assertEqual([d["kind"] for d in docs], ["ConfigMap", "Job"])  # hooks last
+        cm = docs[0]
+        self.assertEqual(cm["metadata"]["labels"], {"chart": "render-check-1.2.3",
+                                                    "release": "rel"})
+        data = cm["data"]
+        self.assertEqual(data["tpl"], "hello base from ns")
+        self.assertEqual(data["required"], "ok")
+        self.assertEqual(yaml.safe_load(data["nested"]),
+                         {"keep": "kept", "list": ["a", "b"], "replace": "new"})
+        self.assertEqual(data["nested"], "keep: kept\nlist:\n- a\n- b\nreplace: new\n")
+        self.assertEqual(data["types"], "int64 bool string int64")
+        self.assertEqual(json.loads(data["list"]), ["--a=:1", "--b"])
+        self.assertEqual(json.loads(data["indexed"]), [None, "y"])
+        self.assertEqual(data["escaped"], "a,b.c")
+        self.assertEqual(data["missing"], "")
+        self.assertEqual(data["app"], "4.5.6")
+        self.assertEqual([d["kind"] for d in self.render("required=x", hooks=False)],
+                         ["ConfigMap"])
+
+    def test_required_fails_with_its_message(self):
+        with self.assertRaises(charts.RenderError) as cm:
+            self.render()
+        self.assertIn("required must be set", str(cm.exception))
+
+
 class InstallManifestsTest(unittest.TestCase):
     """manifests/install/ is the charts rendered with default values (`make manifests`)."""
 

@@ -187,9 +187,9 @@ class CaptureTest(OperatorTest):
         for pod, h in hosts.items():
             self.assertEqual(h["phase"], "Succeeded")
             self.assertEqual(h["outputFile"], "%s/%s/%s.xplane.pb" % (root, session, pod))
-        reasons = [e["reason"] for e in self.events("multi")]
-        for r in ("Pending", "Started", "Succeeded"):
-            self.assertIn(r, reasons)
+        want = {"Pending", "Started", "Succeeded"}  # the last Event follows the status write
+        self.assertTrue(wait_until(lambda: want <= {e["reason"] for e in self.events("multi")},
+                                   5), self.events("multi"))
         conds = {c["type"]: c for c in st["conditions"]}
         self.assertEqual(conds["Complete"]["status"], "True")
         self.assertEqual(conds["Complete"]["reason"], "Succeeded")
@@ -226,7 +226,9 @@ class CaptureTest(OperatorTest):
         self.assertFalse(os.path.exists(self.prof.output_path(
             st["captureResult"]["outputLocation"].rsplit("/", 1)[0], st["sessionId"], slow[0])),
             "a cancelled session saves nothing")
-        self.assertIn("Failed", [e["reason"] for e in self.events("mix")])
+        # the Event follows the status write
+        self.assertTrue(wait_until(lambda: "Failed" in [e["reason"] for e in self.events("mix")],
+                                   5), self.events("mix"))
 
     def test_missing_pod_fails_at_once_without_rpcs(self):
         pods = self.pods("miss", 1)
@@ -316,7 +318,8 @@ class CaptureTest(OperatorTest):
             conds = {c["type"]: c for c in st["conditions"]}
             self.assertEqual(conds["Valid"]["status"], "False", name)
         self.assertEqual(len(self.prof.requests), before, "no RPC for an invalid spec")
-        self.assertIn("Warning", [e["type"] for e in self.events("inv-port-zero")])
+        self.assertTrue(wait_until(lambda: "Warning" in [e["type"] for e in
+                                                         self.events("inv-port-zero")], 5))
         # a spec without triggerCapture at all
         self.api.create(CONN, {"apiVersion": "diagon.gke.io/v1alpha1",
                                "kind": "MLDiagnosticsConnection",

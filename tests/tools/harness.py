@@ -49,7 +49,42 @@ def fixture(*parts):
         return f.read()
 
 
-class Webhook:
+class _Process:
+    """A binary under test: its temporary folder, its log file (stdout and stderr),
+    signal-then-wait stopping, and its JSON log lines."""
+
+    def _spawn(self, mode="wb"):
+        self.log = open(self.log_path, mode)
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+
+    def _terminate(self, sig, timeout):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout * SLOW)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if hasattr(self, "log") and not self.log.closed:
+            self.log.close()
+        return self.proc.returncode if self.proc else None
+
+    def logs(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def log_lines(self):
+        out = []
+        for line in self.logs().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+        return out
+
+
+class Webhook(_Process):
     """The webhook process. Use as a context manager."""
 
     def __init__(self, *args, cert_dir=None, env=None, wait_ready=True, standalone=True):
@@ -71,9 +106,7 @@ class Webhook:
         self.proc = None
 
     def __enter__(self):
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=self.env)
+        self._spawn()
         if self.wait_ready:
             self.wait_healthy()
         return self
@@ -83,29 +116,7 @@ class Webhook:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout * SLOW)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if hasattr(self, "log"):
-            self.log.close()
-        return self.proc.returncode if self.proc else None
-
-    def logs(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def log_lines(self):
-        out = []
-        for line in self.logs().splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass
-        return out
+        return self._terminate(sig, timeout)
 
     def context(self):
         ctx = ssl.create_default_context(cafile=self.crt)
@@ -160,7 +171,7 @@ class Webhook:
 OPERATOR = os.path.join(BIN_DIR, "mldiagnostics-operator")
 
 
-class Operator:
+class Operator(_Process):
     """The connection operator process, pointed at a kubeconfig. Use as a
     context manager; probes and metrics on free loopback ports."""
 
@@ -177,9 +188,7 @@ class Operator:
         self.proc = None
 
     def start(self):
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env=self.env)
+        self._spawn("ab")
         if self.wait_ready:
             self.wait_for("/readyz")
         return self
@@ -194,18 +203,10 @@ class Operator:
     def stop(self, sig=signal.SIGTERM, timeout=20):
         """Signal and wait; returns (exit status, seconds it took)."""
         t0 = time.time()
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout * SLOW)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        rc = self._terminate(sig, timeout)
         took = time.time() - t0
-        if hasattr(self, "log") and not self.log.closed:
-            self.log.close()
         self.check_sanitizers()
-        return (self.proc.returncode if self.proc else None), took
+        return rc, took
 
     def check_sanitizers(self):
         """An ASan/UBSan/LSan report in the log fails the test that ran it."""
@@ -223,19 +224,6 @@ class Operator:
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
-
-    def logs(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def log_lines(self):
-        out = []
-        for line in self.logs().splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                pass
-        return out
 
     def get(self, path, port=None, timeout=5):
         c = http.client.HTTPConnection("127.0.0.1", port or self.health_port, timeout=timeout)

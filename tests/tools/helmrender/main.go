@@ -182,12 +182,12 @@ func (p *setParser) typed(v string) interface{} {
 	if p.str {
 		return v
 	}
-	switch v {
-	case "true":
+	switch {
+	case strings.EqualFold(v, "true"):
 		return true
-	case "false":
+	case strings.EqualFold(v, "false"):
 		return false
-	case "null":
+	case strings.EqualFold(v, "null"):
 		return nil
 	}
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil && (v == "0" || v[0] != '0') {
