@@ -33,6 +33,7 @@ static void load(void)
     RESOLVE(easy_setopt, "curl_easy_setopt");
     RESOLVE(easy_perform, "curl_easy_perform");
     RESOLVE(easy_getinfo, "curl_easy_getinfo");
+    RESOLVE(easy_pause, "curl_easy_pause");
     RESOLVE(easy_strerror, "curl_easy_strerror");
     RESOLVE(easy_escape, "curl_easy_escape");
     RESOLVE(free, "curl_free");

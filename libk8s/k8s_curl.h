@@ -27,6 +27,7 @@ struct k8s_curl_api {
     CURLcode (*easy_setopt)(CURL *h, CURLoption opt, ...);
     CURLcode (*easy_perform)(CURL *h);
     CURLcode (*easy_getinfo)(CURL *h, CURLINFO info, ...);
+    CURLcode (*easy_pause)(CURL *h, int bitmask);
     const char *(*easy_strerror)(CURLcode cc);
     char *(*easy_escape)(CURL *h, const char *s, int len);
     void (*free)(void *p);

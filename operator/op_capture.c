@@ -747,6 +747,22 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
     return 0;
 }
 
+json_t *op_capture_trim(json_t *obj)
+{
+    const char *phase = op_str2(obj, "status", "phase");
+    json_t *st = json_object_get(obj, "status");
+    if (!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed")) ||
+        !json_object_get(st, "hosts"))
+        return json_incref(obj);
+    json_t *out = json_copy(obj), *slim = json_copy(st); /* shallow: children shared */
+    if (!out || !slim || json_object_del(slim, "hosts") < 0 ||
+        json_object_set_new(out, "status", slim) < 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
 static enum op_result step(struct op_capture *c, const json_t *obj, const char *key, int64_t *after,
                            struct k8s_error *err)
 {

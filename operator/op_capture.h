@@ -76,4 +76,12 @@ size_t op_capture_live(struct op_capture *c);
 /* Session id for a start time: "YYYY_MM_DD_HH_MM_SS" (UTC). */
 void op_session_id(time_t start, char out[static 20]);
 
+/* The connections cache's transform (k8s_store_set_transform): a resource
+ * in a terminal phase is never reconciled again, so its cached copy drops
+ * status.hosts (about 1 KiB per host in memory; a 1,536-host capture
+ * would keep ~1.5 MiB for as long as the resource exists). Everything
+ * else is kept as it is. obj borrowed; returns a new reference, NULL when
+ * out of memory. */
+json_t *op_capture_trim(json_t *obj);
+
 #endif

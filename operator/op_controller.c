@@ -270,6 +270,8 @@ static int start_source(struct op_controller *c, enum src_kind k, struct k8s_err
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
     if (k == SRC_PODS)
         k8s_store_set_transform(s->store, op_pod_pack); /* ~200 bytes a pod */
+    if (k == SRC_CONNS)
+        k8s_store_set_transform(s->store, op_capture_trim);
     struct k8s_watch_spec spec = {.resource = sources[k].resource,
                                   .path = s->path,
                                   .metadata_only = sources[k].metadata_only,

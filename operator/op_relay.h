@@ -8,7 +8,12 @@
  * id, repository root, duration and start time. Each RPC carries
  * grpc-timeout = the batch deadline; UNAVAILABLE replies and connection
  * failures are retried (1 s doubling, at most max_retries times, never
- * past the deadline); any other outcome is final. When every host has an
+ * past the deadline); any other outcome is final. The requests leave
+ * together: each connection opens and sends its HEADERS frame, then its
+ * message waits until every host of the batch is connected (or has
+ * failed, or 500 ms have passed), and all messages go out in one burst,
+ * so the profilers receive complete requests within milliseconds of each
+ * other however long 1,536 connections take to open. When every host has an
  * outcome, the batch's done callback runs once, on the relay thread, with
  * the results (borrowed for the call); op_relay_cancel finishes the
  * unfinished hosts as CANCELLED with the given reason (the server sees a

@@ -9,7 +9,7 @@ case "${1:-test}" in
                python3-yaml clang-format golang-go golang-github-masterminds-sprig-dev
                golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev" ;;
   run)   pkgs="$common" ;;
-  bench) pkgs="$common wrk nginx-light golang-go" ;;
+  bench) pkgs="$common wrk nginx-light golang-go libnghttp2-dev" ;;
   fuzz)  pkgs="$common clang libclang-rt-14-dev" ;;
   *) echo "deps.sh: unknown target $1" >&2; exit 2 ;;
 esac

@@ -108,7 +108,11 @@ class Webhook(_Process):
     def __enter__(self):
         self._spawn()
         if self.wait_ready:
-            self.wait_healthy()
+            try:
+                self.wait_healthy()
+            except BaseException:
+                self.__exit__()  # never leak the process of a failed start
+                raise
         return self
 
     def __exit__(self, *exc):
@@ -190,7 +194,11 @@ class Operator(_Process):
     def start(self):
         self._spawn("ab")
         if self.wait_ready:
-            self.wait_for("/readyz")
+            try:
+                self.wait_for("/readyz")
+            except BaseException:
+                self._terminate(signal.SIGKILL, 5)  # never leak the process of a failed start
+                raise
         return self
 
     def __enter__(self):
