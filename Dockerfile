@@ -5,7 +5,8 @@
 # The build stage compiles a Release build and runs the unit tests; each
 # runtime stage is Debian 12 slim with one binary and the shared libraries
 # it loads (tests/integration/test_dockerfile.py checks the list against
-# the binaries' ELF NEEDED entries and libcurl, which libk8s dlopens), as
+# the binaries' ELF NEEDED entries and libcurl and libcrypto, which libk8s
+# dlopens), as
 # user 65532 (nonroot) with no shell entrypoint.
 
 ARG DEBIAN=debian:12

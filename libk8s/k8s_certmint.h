@@ -5,7 +5,12 @@
  * webhooks), and the checks that decide whether a stored pair can stay:
  * issued by the CA, the same DNS names, far enough from expiry.
  *
- * Thread-safety: reentrant (OpenSSL 3 needs no global locking setup).
+ * libcrypto.so.3 is loaded on first use (dlopen), so a process that links
+ * this module but never mints (the webhook's server) never maps it; when
+ * it cannot be loaded, calls fail with -K8S_ETLS naming it.
+ *
+ * Thread-safety: reentrant (OpenSSL 3 needs no global locking setup; the
+ * first load is guarded by pthread_once).
  *
  * Ownership: every PEM string returned is new (free()); outputs are
  * written only on success, nothing is leaked on failure.

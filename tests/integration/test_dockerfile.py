@@ -3,7 +3,7 @@ stage names and targets, the build stage running the unit tests, runtime stages 
 slim as user 65532 with nothing but the binary, COPY sources that exist in the repository and
 binaries the build really produces, and runtime packages that provide every shared library
 the binaries need (ELF NEEDED entries, resolved and mapped to Debian packages with dpkg -S,
-plus libcurl.so.4, which libk8s dlopens) and no -dev package."""
+plus libcurl.so.4 and libcrypto.so.3, which libk8s dlopens) and no -dev package."""
 import os
 import re
 import shlex
@@ -17,7 +17,7 @@ from harness import BIN_DIR  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 BINARIES = {"webhook": "mldiagnostics-webhook", "operator": "mldiagnostics-operator"}
-DLOPENED = ["libcurl.so.4"]  # libk8s/k8s_curl.c
+DLOPENED = ["libcurl.so.4", "libcrypto.so.3"]  # libk8s/k8s_curl.c, libk8s/k8s_certmint.c
 
 
 def parse_dockerfile(path):

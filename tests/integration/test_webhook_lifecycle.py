@@ -121,6 +121,19 @@ class DrainTest(unittest.TestCase):
             self.assertEqual(broken, [], "every response that started must be complete")
 
 
+class FootprintTest(unittest.TestCase):
+    def test_serving_maps_neither_libcurl_nor_libcrypto(self):
+        """libcurl (cluster mode) and libcrypto (certgen) are loaded on first use, so a
+        standalone server, after serving, never maps them (idle RSS, DESIGN §6)."""
+        with Webhook() as wh:
+            status, _, _ = wh.request("GET", "/healthz")
+            self.assertEqual(status, 200)
+            with open("/proc/%d/maps" % wh.proc.pid) as f:
+                maps = f.read()
+        self.assertNotIn("libcurl", maps)
+        self.assertNotIn("libcrypto", maps)
+
+
 class LimitsAndProbesTest(unittest.TestCase):
     def test_slow_client_is_cut_off(self):
         with Webhook("--request-timeout", "1s") as wh:
