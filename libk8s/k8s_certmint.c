@@ -208,8 +208,9 @@ static int finish(X509 *x, EVP_PKEY *key, EVP_PKEY *signer, struct k8s_certmint_
 int k8s_certmint_ca(const char *cn, int days, time_t now, struct k8s_certmint_pair *ret,
                     struct k8s_error *reterr)
 {
-    if (!cn || !*cn || days < 1)
-        return k8s_error_set(reterr, -K8S_EINVAL, "a CA needs a name and a validity of 1+ days");
+    if (!cn || !*cn || strlen(cn) > 64 || days < 1)
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             "a CA needs a name of 1-64 characters and a validity of 1+ days");
     if (crypto_ready(reterr) < 0)
         return -K8S_ETLS;
     EVP_PKEY *key = C(EVP_PKEY_Q_keygen)(NULL, NULL, "EC", "P-256");
@@ -261,9 +262,11 @@ int k8s_certmint_serving(const struct k8s_certmint_pair *ca, const char *const *
                          struct k8s_error *reterr)
 {
     char alt[4096];
-    if (n < 1 || n > K8S_CERTMINT_MAX_SANS || days < 1 || san_value(sans, n, alt, sizeof(alt)))
+    if (n < 1 || n > K8S_CERTMINT_MAX_SANS || days < 1 || strlen(sans[0]) > 64 ||
+        san_value(sans, n, alt, sizeof(alt)))
         return k8s_error_set(reterr, -K8S_EINVAL,
-                             "a serving certificate needs 1-%d DNS names and 1+ days",
+                             "a serving certificate needs 1-%d DNS names (the first, its common "
+                             "name, at most 64 characters) and 1+ days",
                              K8S_CERTMINT_MAX_SANS);
     if (crypto_ready(reterr) < 0)
         return -K8S_ETLS;

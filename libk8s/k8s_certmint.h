@@ -30,12 +30,13 @@ struct k8s_certmint_pair {
     char *key_pem; /* PKCS#8 */
 };
 
-/* A self-signed CA named cn, valid from now - 1 h for `days` days.
+/* A self-signed CA named cn (1-64 characters, X.509's limit), valid from now - 1 h for `days` days.
  * -K8S_EINVAL for bad arguments, -K8S_ETLS when OpenSSL fails. */
 int k8s_certmint_ca(const char *cn, int days, time_t now, struct k8s_certmint_pair *ret,
                     struct k8s_error *reterr) K8S_MUST_CHECK;
 
-/* A serving certificate (serverAuth; CN = sans[0]; DNS SANs sans[0..n))
+/* A serving certificate (serverAuth; CN = sans[0], at most 64 characters;
+ * DNS SANs sans[0..n))
  * signed by ca, valid from now - 1 h for `days` days (capped at the CA's
  * expiry). Errors as k8s_certmint_ca; -K8S_ETLS names an unusable CA. */
 int k8s_certmint_serving(const struct k8s_certmint_pair *ca, const char *const *sans, int n,

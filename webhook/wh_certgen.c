@@ -53,7 +53,7 @@ static int mint(const struct wh_certgen_opts *o, time_t now, struct k8s_certmint
     const char *sans[4];
     dns_names(o, store, sans);
     int days = (int)(o->validity_ns / K8S_NSEC_PER_SEC / DAY_S);
-    snprintf(cn, sizeof(cn), "%s.%s webhook CA", o->service, o->namespace);
+    snprintf(cn, sizeof(cn), "%.61s CA", o->service); /* X.509 caps a CN at 64 */
     int r = k8s_certmint_ca(cn, days + 30, now, ca, reterr);
     if (r == 0 && (r = k8s_certmint_serving(ca, sans, 4, days, now, leaf, reterr)) < 0)
         k8s_certmint_pair_done(ca);
@@ -69,18 +69,41 @@ static json_t *b64_string(const char *pem)
     return j;
 }
 
-static json_t *secret_body(const struct wh_certgen_opts *o, const char *secret, const char *rv,
+/* The Secret to write: a new one, or cur (borrowed) with new data and our
+ * labels, keeping its other labels, annotations, owner references and
+ * resourceVersion (the write's precondition). */
+static json_t *secret_body(const struct wh_certgen_opts *o, const char *secret, json_t *cur,
                            const struct k8s_certmint_pair *ca, const struct k8s_certmint_pair *leaf)
 {
-    json_t *meta = json_pack("{s:s, s:s, s:{s:s, s:s}}", "name", secret, "namespace", o->namespace,
-                             "labels", "app.kubernetes.io/managed-by", "mldiagnostics-certgen",
-                             "app.kubernetes.io/part-of", "mldiagnostics");
-    if (meta && rv)
-        json_object_set_new(meta, "resourceVersion", json_string(rv));
-    return json_pack("{s:s, s:s, s:o, s:s, s:{s:o, s:o, s:o}}", "apiVersion", "v1", "kind",
-                     "Secret", "metadata", meta, "type", "kubernetes.io/tls", "data", "tls.crt",
-                     b64_string(leaf->cert_pem), "tls.key", b64_string(leaf->key_pem), "ca.crt",
-                     b64_string(ca->cert_pem));
+    json_t *body = cur ? json_deep_copy(cur)
+                       : json_pack("{s:s, s:s, s:{s:s, s:s}, s:s}", "apiVersion", "v1", "kind",
+                                   "Secret", "metadata", "name", secret, "namespace", o->namespace,
+                                   "type", "kubernetes.io/tls");
+    json_t *meta = json_object_get(body, "metadata");
+    json_t *labels = json_object_get(meta, "labels");
+    if (meta && !json_is_object(labels)) {
+        labels = json_object();
+        json_object_set_new(meta, "labels", labels);
+    }
+    json_t *data = json_pack("{s:o, s:o, s:o}", "tls.crt", b64_string(leaf->cert_pem), "tls.key",
+                             b64_string(leaf->key_pem), "ca.crt", b64_string(ca->cert_pem));
+    json_object_del(body, "stringData");
+    if (!body || !json_is_object(labels) || !data) {
+        json_decref(data);
+        json_decref(body);
+        return NULL;
+    }
+    /* set_new steals its value even when it fails */
+    int bad = json_object_set_new(body, "data", data) < 0;
+    bad |= json_object_set_new(labels, "app.kubernetes.io/managed-by",
+                               json_string("mldiagnostics-certgen")) < 0;
+    bad |=
+        json_object_set_new(labels, "app.kubernetes.io/part-of", json_string("mldiagnostics")) < 0;
+    if (bad) {
+        json_decref(body);
+        return NULL;
+    }
+    return body;
 }
 
 /* Keep the stored pair (0), or say why not (-K8S_ETLS with the reason). */
@@ -110,6 +133,14 @@ static int secret_pass(struct k8s_client *c, const struct wh_certgen_opts *o, co
         return r;
     struct stored s = {0};
     struct k8s_error why = {0};
+    const char *type = json_string_value(json_object_get(cur, "type"));
+    if (cur && (!type || strcmp(type, "kubernetes.io/tls"))) { /* the type is immutable */
+        r = k8s_error_set(reterr, -K8S_EINVAL,
+                          "it exists with type %s, not kubernetes.io/tls: delete it or choose "
+                          "another --secret-name",
+                          type ? type : "(none)");
+        goto out;
+    }
     if (cur) {
         s = (struct stored){data_pem(cur, "tls.crt"), data_pem(cur, "tls.key"),
                             data_pem(cur, "ca.crt")};
@@ -124,9 +155,7 @@ static int secret_pass(struct k8s_client *c, const struct wh_certgen_opts *o, co
     struct k8s_certmint_pair ca = {0}, leaf = {0};
     if ((r = mint(o, now, &ca, &leaf, reterr)) < 0)
         goto out;
-    const char *rv =
-        json_string_value(json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
-    json_t *body = secret_body(o, secret, rv, &ca, &leaf);
+    json_t *body = secret_body(o, secret, cur, &ca, &leaf);
     char coll[400];
     snprintf(coll, sizeof(coll), "/api/v1/namespaces/%s/secrets", o->namespace);
     r = !body  ? -K8S_ENOMEM
@@ -173,13 +202,43 @@ static bool trusts(json_t *hook, const char *ca_pem)
     return yes;
 }
 
+#define PEM_BEGIN "-----BEGIN CERTIFICATE-----"
+#define PEM_END   "-----END CERTIFICATE-----"
+
+/* bundle, then the certificates of the entry's current caBundle that are
+ * still valid and not in bundle: what the API server trusts only grows
+ * until old certificates expire, even when an earlier run renewed the
+ * Secret but failed before patching. New base64 string; NULL on OOM. */
+static json_t *merged_bundle(json_t *hook, const char *bundle, time_t now)
+{
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(hook, "clientConfig"), "caBundle"));
+    size_t n = 0;
+    char *cur = b64 ? (char *)k8s_base64_decode(b64, strlen(b64), &n) : NULL;
+    struct k8s_buf out;
+    k8s_buf_init(&out, 1 << 20);
+    int r = k8s_buf_appends(&out, bundle);
+    for (char *p = cur ? strstr(cur, PEM_BEGIN) : NULL, *e; r == 0 && p && (e = strstr(p, PEM_END));
+         p = strstr(e, PEM_BEGIN)) {
+        e += sizeof(PEM_END) - 1;
+        char save = *e;
+        *e = '\0';
+        if (!strstr(bundle, p) && k8s_certmint_seconds_left(p, now) > 0)
+            r = k8s_buf_cat(&out, p, "\n", NULL);
+        *e = save;
+    }
+    json_t *value = r == 0 ? b64_string(out.data) : NULL;
+    k8s_buf_done(&out);
+    free(cur);
+    return value;
+}
+
 /* JSON patch: for each entry calling our Service whose caBundle lacks the
  * CA, test its name (the index still means it) and set the field. */
 static json_t *bundle_patch(json_t *cfg, const struct wh_certgen_opts *o, const char *ca_pem,
-                            const char *bundle, int *ret_calls)
+                            const char *bundle, time_t now, int *ret_calls)
 {
     json_t *ops = json_array(), *hook;
-    json_t *value = b64_string(bundle);
     size_t i;
     *ret_calls = 0;
     json_array_foreach(json_object_get(cfg, "webhooks"), i, hook)
@@ -193,15 +252,19 @@ static json_t *bundle_patch(json_t *cfg, const struct wh_certgen_opts *o, const 
         snprintf(at, sizeof(at), "/webhooks/%zu", i);
         json_array_append_new(ops, json_pack("{s:s, s:s+, s:O}", "op", "test", "path", at, "/name",
                                              "value", json_object_get(hook, "name")));
-        json_array_append_new(ops, json_pack("{s:s, s:s+, s:O}", "op", "add", "path", at,
+        json_t *value = merged_bundle(hook, bundle, now);
+        if (!value) {
+            json_decref(ops);
+            return NULL;
+        }
+        json_array_append_new(ops, json_pack("{s:s, s:s+, s:o}", "op", "add", "path", at,
                                              "/clientConfig/caBundle", "value", value));
     }
-    json_decref(value);
     return ops;
 }
 
 static int bundle_pass(struct k8s_client *c, const struct wh_certgen_opts *o, const char *bundle,
-                       struct wh_certgen_result *res, struct k8s_error *reterr)
+                       time_t now, struct wh_certgen_result *res, struct k8s_error *reterr)
 {
     char path[400];
     snprintf(path, sizeof(path), MWC_PATH "%s", o->webhook_config);
@@ -217,7 +280,7 @@ static int bundle_pass(struct k8s_client *c, const struct wh_certgen_opts *o, co
     const char *end = strstr(bundle, "-----END CERTIFICATE-----");
     char *ca = end ? strndup(bundle, (size_t)(end - bundle) + 25) : NULL;
     int calls = 0;
-    json_t *ops = ca ? bundle_patch(cfg, o, ca, bundle, &calls) : NULL;
+    json_t *ops = ca ? bundle_patch(cfg, o, ca, bundle, now, &calls) : NULL;
     if (!ops)
         r = k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     else if (!calls)
@@ -256,7 +319,7 @@ int wh_certgen_run(struct k8s_client *c, const struct wh_certgen_opts *o, time_t
         res.bundle = WH_BUNDLE_NONE;
     else
         for (int i = 0; i < ATTEMPTS && (i == 0 || r == -K8S_EINVALID || r == -K8S_ECONFLICT); i++)
-            r = bundle_pass(c, o, bundle, &res, reterr);
+            r = bundle_pass(c, o, bundle, now, &res, reterr);
     if (r < 0)
         k8s_error_prefix(reterr, "mutatingwebhookconfiguration %s", o->webhook_config);
     free(bundle);

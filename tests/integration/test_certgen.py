@@ -180,6 +180,55 @@ class CertgenTest(unittest.TestCase):
         self.assertEqual(out["secret"], "renewed")
         self.assertEqual(self.sans_of(self.secret()[0]["tls.crt"]), sorted(SANS))
 
+    def test_long_names(self):
+        ns = "a-rather-long-namespace-name-for-training"  # the CA's name would pass 64 chars
+        self.api.create(("", "v1", "namespaces"), {"metadata": {"name": ns}})
+        args = [os.path.join(BIN_DIR, "mldiagnostics-webhook"), "certgen", "--kubeconfig",
+                self.kubeconfig, "--service", SVC, "--namespace", ns]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=60 * SLOW)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        s = self.api.get(SECRETS, SVC + "-tls", ns=ns)
+        cert = base64.b64decode(s["data"]["tls.crt"]).decode()
+        self.assertIn("%s.%s.svc.cluster.local" % (SVC, ns), self.sans_of(cert))
+
+    def test_a_secret_of_another_type_is_a_clear_error(self):
+        self.api.create(SECRETS, {"metadata": {"name": SVC + "-tls"}, "type": "Opaque",
+                                  "data": {"x": "eA=="}}, ns=NS)
+        err = self.certgen(expect=1)
+        self.assertIn("secret %s/%s-tls: it exists with type Opaque, not kubernetes.io/tls"
+                      % (NS, SVC), err)
+        self.assertEqual(self.api.get(SECRETS, SVC + "-tls", ns=NS)["data"], {"x": "eA=="})
+
+    def test_renewal_keeps_foreign_metadata(self):
+        self.certgen()
+        s = self.api.get(SECRETS, SVC + "-tls", ns=NS)
+        s["metadata"].setdefault("labels", {})["team"] = "ml"
+        s["metadata"]["annotations"] = {"backup": "yes"}
+        self.api.update(SECRETS, s, ns=NS)
+        self.assertEqual(self.certgen("--cluster-domain", "x.local")["secret"], "renewed")
+        meta = self.api.get(SECRETS, SVC + "-tls", ns=NS)["metadata"]
+        self.assertEqual((meta["labels"]["team"], meta["annotations"]["backup"]), ("ml", "yes"))
+        self.assertEqual(meta["labels"]["app.kubernetes.io/managed-by"], "mldiagnostics-certgen")
+
+    def test_bundle_keeps_trusting_the_old_ca_after_a_failed_patch(self):
+        self.api.create(MWC, webhook_config((SVC, NS)))
+        self.certgen()
+        old, _ = self.secret()
+        # the renewal writes the Secret, then every PATCH of the configuration fails
+        self.api.fail_next(10, status=500, paths=r"/mutatingwebhookconfigurations/",
+                           methods=["PATCH"])
+        self.certgen("--cluster-domain", "x.local", expect=1)
+        self.api.clear_faults()
+        new, _ = self.secret()
+        self.assertNotEqual(new["ca.crt"], old["ca.crt"])
+        # the next run keeps the Secret and adds the new CA without dropping the old one,
+        # which the webhook may still be serving with
+        out = self.certgen("--cluster-domain", "x.local")
+        self.assertEqual((out["secret"], out["caBundle"]), ("kept", "patched"))
+        bundle = self.bundle()
+        self.assertTrue(bundle.startswith(new["ca.crt"]))
+        self.assertIn(old["ca.crt"], bundle)
+
     def test_conflict_starts_over(self):
         self.certgen()
         self.api.fail_next(1, status=409, paths=r"/secrets/", methods=["PUT"])

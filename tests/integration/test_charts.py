@@ -116,7 +116,12 @@ class WebhookChartTest(unittest.TestCase, Common):
         self.assertEqual(vol["secret"]["secretName"], WH + "-tls")
         self.assertEqual(c["image"], "ghcr.io/mldiagnostics/mldiagnostics-webhook:0.1.0")
         self.assertEqual(pod["serviceAccountName"], WH)
-        self.assertGreaterEqual(pod["terminationGracePeriodSeconds"], 11)  # > --shutdown-timeout
+        # preStop keeps serving while endpoints update, then SIGTERM drains (10s)
+        self.assertEqual(c["lifecycle"]["preStop"]["exec"]["command"], ["/bin/sleep", "5"])
+        self.assertGreater(pod["terminationGracePeriodSeconds"], 5 + 10)
+        # the non-root server can read its Secret volume (group-readable, its group)
+        self.assertEqual(pod["securityContext"]["fsGroup"], 65532)
+        self.assertEqual(vol["secret"]["defaultMode"], 0o440)
 
     def test_args_pass_the_webhook_flag_parser(self):
         c = find(self.docs, "Deployment", WH)["spec"]["template"]["spec"]["containers"][0]
@@ -185,13 +190,23 @@ class WebhookChartTest(unittest.TestCase, Common):
                                                 "namespace": NAMESPACE}])
 
     def test_cert_manager_mode(self):
-        cert = find(self.docs, "Certificate")
-        issuer = find(self.docs, "Issuer")
+        """selfSigned Issuer -> CA Certificate -> CA Issuer -> serving Certificate, so a
+        serving-certificate renewal never changes the injected caBundle (the CA)."""
+        cert = find(self.docs, "Certificate", WH)
+        ca = find(self.docs, "Certificate", WH + "-ca")
+        root = find(self.docs, "Issuer", WH + "-selfsigned")
+        ca_issuer = find(self.docs, "Issuer", WH + "-ca")
+        self.assertEqual(root["spec"], {"selfSigned": {}})
+        self.assertTrue(ca["spec"]["isCA"])
+        self.assertEqual(ca["spec"]["issuerRef"], {"kind": "Issuer",
+                                                    "name": root["metadata"]["name"]})
+        self.assertEqual(ca_issuer["spec"], {"ca": {"secretName": ca["spec"]["secretName"]}})
         mwc = find(self.docs, "MutatingWebhookConfiguration")
         self.assertEqual(mwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
                          "%s/%s" % (NAMESPACE, cert["metadata"]["name"]))
         self.assertEqual(cert["spec"]["issuerRef"], {"kind": "Issuer",
-                                                      "name": issuer["metadata"]["name"]})
+                                                      "name": ca_issuer["metadata"]["name"]})
+        self.assertNotIn("commonName", cert["spec"])  # DNS names only (a CN caps at 64)
         self.assertEqual(cert["spec"]["secretName"], WH + "-tls")
         svc = "%s.%s" % (WH, NAMESPACE)
         self.assertEqual(cert["spec"]["dnsNames"], [WH, svc, svc + ".svc",
@@ -217,7 +232,7 @@ class WebhookChartTest(unittest.TestCase, Common):
         self.assertIn("--otel-collector-namespace=obs", c["args"])
         self.assertEqual(c["image"], "reg.example/wh:v9")
         self.assertIn(WH + ".gke-mldiagnostics.svc.corp.local",
-                      find(docs, "Certificate")["spec"]["dnsNames"])
+                      find(docs, "Certificate", WH)["spec"]["dnsNames"])
 
     def test_failure_policy_fail(self):
         docs = render(WH, sets=["webhook.failurePolicy=Fail"])
@@ -260,21 +275,46 @@ class CertgenModeTest(unittest.TestCase, Common):
                                               "post-upgrade"})
         job = find(self.docs, "Job")
         ann = job["metadata"]["annotations"]
-        rbac_weight = int(find(self.docs, "Role")["metadata"]["annotations"]
+        rbac_weight = int(find(self.docs, "Role", WH + "-certgen")["metadata"]["annotations"]
                           ["helm.sh/hook-weight"])
         self.assertLess(rbac_weight, int(ann["helm.sh/hook-weight"]))
         pod = job["spec"]["template"]["spec"]
         self.check_pod_security(pod)
-        role = find(self.docs, "Role")["rules"]
+        role = find(self.docs, "Role", WH + "-certgen")["rules"]
         self.assertEqual(role, [
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
             {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [WH + "-tls"],
              "verbs": ["get", "update"]}])
         mwc = find(self.docs, "MutatingWebhookConfiguration")["metadata"]["name"]
+        # certgen pods are never selected as webhook servers (PDB, Service, anti-affinity)
+        labels = job["spec"]["template"]["metadata"]["labels"]
+        for sel in (find(self.docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+                    find(self.docs, "Service")["spec"]["selector"]):
+            self.assertFalse(all(labels.get(k) == v for k, v in sel.items()), sel)
         self.assertEqual(find(self.docs, "ClusterRole", WH + "-certgen")["rules"], [
             {"apiGroups": ["admissionregistration.k8s.io"],
              "resources": ["mutatingwebhookconfigurations"], "resourceNames": [mwc],
              "verbs": ["get", "patch"]}])
+
+    def test_renewal_cronjob(self):
+        cron = find(self.docs, "CronJob")
+        self.assertFalse(hook_phases(cron))
+        spec = cron["spec"]
+        self.assertEqual((spec["schedule"], spec["concurrencyPolicy"]), ("17 3 * * *", "Forbid"))
+        pod = spec["jobTemplate"]["spec"]["template"]["spec"]
+        self.check_pod_security(pod)
+        job_pod = find(self.docs, "Job")["spec"]["template"]["spec"]
+        self.assertEqual(pod["containers"], job_pod["containers"])
+        sa = pod["serviceAccountName"]
+        self.assertFalse(hook_phases(find(self.docs, "ServiceAccount", sa)))
+        for kind in ("Role", "ClusterRole"):
+            self.assertEqual(find(self.docs, kind, sa)["rules"],
+                             find(self.docs, kind, WH + "-certgen")["rules"])
+        for kind in ("RoleBinding", "ClusterRoleBinding"):
+            self.assertEqual(find(self.docs, kind, sa)["subjects"][0]["name"], sa)
+        off = render(WH, sets=["certManager.enabled=false", "certgen.renewSchedule="])
+        self.assertFalse([d for d in off if d["kind"] == "CronJob"])
+        self.assertFalse([d for d in render(WH) if d["kind"] in ("CronJob", "Job")])
 
     def test_the_job_runs_certgen_as_rendered(self):
         job = find(self.docs, "Job")

@@ -140,6 +140,22 @@ class DockerfileTest(unittest.TestCase):
                     continue
                 self.assertIn(pkg, runtime, "%s needs %s (%s)" % (binary, lib, pkg))
 
+    def test_the_charts_prestop_command_is_in_the_runtime_image(self):
+        """The webhook's preStop execs /bin/sleep: it must come from an Essential package,
+        which every Debian image (slim included) carries."""
+        import charts
+        dep = charts.find(charts.render("mldiagnostics-injection-webhook"), "Deployment")
+        (c,) = dep["spec"]["template"]["spec"]["containers"]
+        binary = c["lifecycle"]["preStop"]["exec"]["command"][0]
+        res = subprocess.run(["dpkg", "-S", binary], capture_output=True, text=True)
+        if res.returncode != 0:  # usrmerge: dpkg knows /usr/bin
+            res = subprocess.run(["dpkg", "-S", "/usr" + binary], capture_output=True, text=True,
+                                 check=True)
+        pkg = res.stdout.split(":")[0]
+        essential = subprocess.run(["dpkg-query", "-W", "-f=${Essential}", pkg],
+                                   capture_output=True, text=True, check=True).stdout
+        self.assertEqual(essential, "yes", "%s comes from %s" % (binary, pkg))
+
     def test_dockerignore_keeps_build_trees_out(self):
         with open(os.path.join(ROOT, ".dockerignore")) as f:
             lines = f.read().split()

@@ -68,6 +68,9 @@ app.kubernetes.io/component: injection-webhook
 runAsNonRoot: true
 runAsUser: 65532
 runAsGroup: 65532
+# The kubelet gives Secret volume files this group (mode 0440): without it
+# they stay root-owned and the non-root server cannot read its certificate.
+fsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}

@@ -97,8 +97,15 @@ Test(certmint, bad_arguments)
     struct k8s_error err = {0};
     cr_assert_eq(k8s_certmint_ca("", 10, now, &out, &err), -K8S_EINVAL);
     cr_assert_eq(k8s_certmint_ca("x", 0, now, &out, &err), -K8S_EINVAL);
+    char long_cn[66];
+    memset(long_cn, 'a', 65);
+    long_cn[65] = '\0';
+    cr_assert_eq(k8s_certmint_ca(long_cn, 10, now, &out, &err), -K8S_EINVAL); /* X.509: <= 64 */
+    cr_assert(strstr(err.message, "1-64 characters"), "%s", err.message);
     cr_assert_eq(k8s_certmint_ca("ok", 10, now, &ca, &err), 0);
     cr_assert_eq(k8s_certmint_serving(&ca, sans, 0, 10, now, &out, &err), -K8S_EINVAL);
+    const char *long_san[] = {long_cn};
+    cr_assert_eq(k8s_certmint_serving(&ca, long_san, 1, 10, now, &out, &err), -K8S_EINVAL);
     cr_assert_eq(k8s_certmint_serving(&bogus, sans, 4, 10, now, &out, &err), -K8S_ETLS);
     cr_assert(strstr(err.message, "unusable CA"), "%s", err.message);
     cr_assert_str_eq(out.cert_pem, "x"); /* untouched */
