@@ -9,6 +9,7 @@ events, metrics and the audit of uninjected pods."""
 import itertools
 import os
 import re
+import socket
 import sys
 import tempfile
 import time
@@ -229,6 +230,38 @@ class CaptureTest(OperatorTest):
         # the Event follows the status write
         self.assertTrue(wait_until(lambda: "Failed" in [e["reason"] for e in self.events("mix")],
                                    5), self.events("mix"))
+
+    def test_requests_wait_for_every_connection(self):
+        """The messages of a capture leave together once every host is connected: a host
+        whose connection hangs (its listener's accept queue is full, so the kernel drops
+        the SYNs) holds the others' requests for up to 500 ms, then it is left behind."""
+        ok = self.pods("hold-ok", 1)
+        ip = next_ip()
+        lst = socket.socket()
+        lst.bind((ip, self.port))
+        lst.listen(0)
+        fillers = []
+        for _ in range(2):  # fill the accept queue; never accepted
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex((ip, self.port))
+            fillers.append(f)
+        time.sleep(0.1)
+        make_pod(self.api, "hold-stuck", ip)
+        try:
+            self.capture("hold", podName=ok[0] + ",hold-stuck")
+            st = self.wait_phase("hold", timeout=40)["status"]
+        finally:
+            for f in fillers:
+                f.close()
+            lst.close()
+        self.assertEqual(st["phase"], "Failed", st)
+        self.assertIn("pod hold-stuck: UNAVAILABLE", st["captureResult"]["errorMessage"])
+        (req,) = [r for r in self.prof.requests if r["pod"] == ok[0]]
+        # start_timestamp_ns = dispatch + 250 ms + 1 ms per 2 hosts (op_capture)
+        dispatched = req["opts"]["start_timestamp_ns"] - 251 * 10**6
+        held_ms = (req["received_ns"] - dispatched) / 1e6
+        self.assertGreaterEqual(held_ms, 450, "the request left before the hold ended")
 
     def test_missing_pod_fails_at_once_without_rpcs(self):
         pods = self.pods("miss", 1)
