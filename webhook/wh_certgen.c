@@ -119,6 +119,40 @@ static int keepable(const struct wh_certgen_opts *o, const struct stored *s, tim
                               (long)(o->renew_before_ns / K8S_NSEC_PER_SEC), why);
 }
 
+/* Mint a new pair and write it: POST when there is no Secret (cur NULL),
+ * else PUT over cur with its resourceVersion. old_ca (may be NULL) is the
+ * replaced CA, kept in *bundle after the new one while still valid. */
+static int write_new_pair(struct k8s_client *c, const struct wh_certgen_opts *o, const char *secret,
+                          json_t *cur, const char *old_ca, time_t now,
+                          struct wh_certgen_result *res, char **bundle, struct k8s_error *reterr)
+{
+    struct k8s_certmint_pair ca = {0}, leaf = {0};
+    int r = mint(o, now, &ca, &leaf, reterr);
+    if (r < 0)
+        return r;
+    json_t *body = secret_body(o, secret, cur, &ca, &leaf);
+    char path[600];
+    int n = snprintf(path, sizeof(path), "/api/v1/namespaces/%s/secrets", o->namespace);
+    if (cur)
+        snprintf(path + n, sizeof(path) - (size_t)n, "/%s", secret);
+    r = body ? k8s_send_json(c, cur ? "PUT" : "POST", path, NULL, body, TIMEOUT_MS, NULL, reterr)
+             : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    json_decref(body);
+    if (r == 0) {
+        res->secret = cur ? WH_SECRET_RENEWED : WH_SECRET_CREATED;
+        res->not_after = now + k8s_certmint_seconds_left(leaf.cert_pem, now);
+        /* the old CA stays trusted until the webhook serves the new pair */
+        bool old_ok = old_ca && k8s_certmint_seconds_left(old_ca, now) > 0;
+        if (asprintf(bundle, "%s%s", ca.cert_pem, old_ok ? old_ca : "") < 0) {
+            *bundle = NULL;
+            r = k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+        }
+    }
+    k8s_certmint_pair_done(&ca);
+    k8s_certmint_pair_done(&leaf);
+    return r;
+}
+
 /* One read-decide-write pass over the Secret. -K8S_ECONFLICT: start over.
  * On success *bundle is the caBundle PEM the configuration should carry. */
 static int secret_pass(struct k8s_client *c, const struct wh_certgen_opts *o, const char *secret,
@@ -131,51 +165,31 @@ static int secret_pass(struct k8s_client *c, const struct wh_certgen_opts *o, co
     int r = k8s_get_json(c, path, NULL, TIMEOUT_MS, &cur, reterr);
     if (r < 0 && r != -K8S_ENOTFOUND)
         return r;
-    struct stored s = {0};
-    struct k8s_error why = {0};
     const char *type = json_string_value(json_object_get(cur, "type"));
     if (cur && (!type || strcmp(type, "kubernetes.io/tls"))) { /* the type is immutable */
         r = k8s_error_set(reterr, -K8S_EINVAL,
                           "it exists with type %s, not kubernetes.io/tls: delete it or choose "
                           "another --secret-name",
                           type ? type : "(none)");
-        goto out;
+        json_decref(cur); /* type pointed into it */
+        return r;
     }
-    if (cur) {
+    struct stored s = {0};
+    struct k8s_error why = {0};
+    if (cur)
         s = (struct stored){data_pem(cur, "tls.crt"), data_pem(cur, "tls.key"),
                             data_pem(cur, "ca.crt")};
-        if (keepable(o, &s, now, &why) == 0) {
-            res->secret = WH_SECRET_KEPT;
-            res->not_after = now + k8s_certmint_seconds_left(s.cert, now);
-            *bundle = s.ca;
-            s.ca = NULL;
-            goto out;
-        }
+    if (cur && keepable(o, &s, now, &why) == 0) {
+        res->secret = WH_SECRET_KEPT;
+        res->not_after = now + k8s_certmint_seconds_left(s.cert, now);
+        *bundle = s.ca;
+        s.ca = NULL;
+        r = 0;
+    } else {
+        r = write_new_pair(c, o, secret, cur, s.ca, now, res, bundle, reterr);
+        if (r == 0 && cur)
+            snprintf(res->renew_reason, sizeof(res->renew_reason), "%s", why.message);
     }
-    struct k8s_certmint_pair ca = {0}, leaf = {0};
-    if ((r = mint(o, now, &ca, &leaf, reterr)) < 0)
-        goto out;
-    json_t *body = secret_body(o, secret, cur, &ca, &leaf);
-    char coll[400];
-    snprintf(coll, sizeof(coll), "/api/v1/namespaces/%s/secrets", o->namespace);
-    r = !body  ? -K8S_ENOMEM
-        : !cur ? k8s_send_json(c, "POST", coll, NULL, body, TIMEOUT_MS, NULL, reterr)
-               : k8s_send_json(c, "PUT", path, NULL, body, TIMEOUT_MS, NULL, reterr);
-    json_decref(body);
-    if (r == 0) {
-        res->secret = cur ? WH_SECRET_RENEWED : WH_SECRET_CREATED;
-        res->not_after = now + k8s_certmint_seconds_left(leaf.cert_pem, now);
-        snprintf(res->renew_reason, sizeof(res->renew_reason), "%s", cur ? why.message : "");
-        /* the old CA stays trusted until the webhook serves the new pair */
-        bool old_ok = s.ca && k8s_certmint_seconds_left(s.ca, now) > 0;
-        if (asprintf(bundle, "%s%s", ca.cert_pem, old_ok ? s.ca : "") < 0)
-            *bundle = NULL, r = -K8S_ENOMEM;
-    } else if (r == -K8S_ENOMEM) {
-        k8s_error_set(reterr, r, "out of memory");
-    }
-    k8s_certmint_pair_done(&ca);
-    k8s_certmint_pair_done(&leaf);
-out:
     stored_done(&s);
     json_decref(cur);
     return r;
