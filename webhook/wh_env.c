@@ -1,5 +1,6 @@
 #include "wh_env.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,19 +148,13 @@ struct plan {
     char *merged;               /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
 };
 
-/* Names are compared length first: a container can have hundreds of
- * variables, and most differ in length from the one looked for. */
-static bool user_has(const struct plan *p, const char *name, size_t len)
+static bool has_ref(const char *value, size_t len)
 {
-    for (size_t i = 0; i < p->n_user; i++)
-        if (p->user[i].len == len && !memcmp(p->user[i].name, name, len))
+    for (const char *p = value, *end = value + len; p && (p = memchr(p, '$', (size_t)(end - p)));
+         p++)
+        if (p + 1 < end && p[1] == '(')
             return true;
     return false;
-}
-
-static bool has_ref(const char *value)
-{
-    return value && strstr(value, "$(");
 }
 
 /* Does entry `e` (a user variable) reference name? */
@@ -196,6 +191,33 @@ static void parse_refs(struct plan *p, size_t j)
     }
 }
 
+/* One pass over the user's variables: which of ours each defines already
+ * (present) and the last one each of ours references (earliest = its
+ * index + 1). A container can have hundreds of variables; a name is only
+ * compared when its length is one of ours or of our references. */
+static void scan_names(struct plan *p, bool present[], size_t earliest[])
+{
+    const struct wh_envset *s = p->set;
+    uint64_t lens = 0; /* bit (length mod 64) of every name we look for */
+    for (size_t j = 0; j < s->n; j++) {
+        lens |= 1ULL << (p->our_len[j] & 63);
+        for (size_t k = 0; k < p->n_refs[j]; k++)
+            lens |= 1ULL << (p->ref_len[j][k] & 63);
+    }
+    for (size_t i = 0; i < p->n_user; i++) {
+        const char *name = p->user[i].name;
+        size_t len = p->user[i].len;
+        if (!name || !((lens >> (len & 63)) & 1))
+            continue;
+        for (size_t j = 0; j < s->n; j++) {
+            if (p->our_len[j] == len && !memcmp(s->v[j].name, name, len))
+                present[j] = true;
+            if (our_refs(p, j, name, len))
+                earliest[j] = i + 1;
+        }
+    }
+}
+
 /* Slot of each new variable: just before the first user variable that
  * needs it (directly or through our other variables), else at the end.
  * Returns false when a user variable needs ours while ours needs a later
@@ -204,27 +226,23 @@ static bool place(struct plan *p)
 {
     const struct wh_envset *s = p->set;
     size_t earliest[WH_ENV_MAX] = {0};
+    bool present[WH_ENV_MAX] = {false};
     for (size_t j = 0; j < s->n; j++) {
         parse_refs(p, j);
         p->our_len[j] = strlen(s->v[j].name);
     }
-    bool user_refs_any = false;
-    for (size_t i = 0; i < p->n_user; i++)
-        user_refs_any |= p->user[i].has_ref;
-    for (size_t j = 0; j < s->n; j++) {
-        p->slot[j] = user_has(p, s->v[j].name, p->our_len[j]) ? SIZE_MAX : p->n_user;
-        bool scan = p->slot[j] != SIZE_MAX && (p->n_refs[j] || user_refs_any);
-        for (size_t i = 0; scan && i < p->n_user; i++) {
-            if (p->n_refs[j] && our_refs(p, j, p->user[i].name, p->user[i].len))
-                earliest[j] = i + 1;
-            if (i < p->slot[j] && user_refs(&p->user[i], s->v[j].name))
+    scan_names(p, present, earliest);
+    for (size_t j = 0; j < s->n; j++)
+        p->slot[j] = present[j] ? SIZE_MAX : p->n_user;
+    for (size_t i = 0; i < p->n_user; i++) /* user variables that reference ours */
+        for (size_t j = 0; p->user[i].has_ref && j < s->n; j++)
+            if (p->slot[j] != SIZE_MAX && i < p->slot[j] && user_refs(&p->user[i], s->v[j].name))
                 p->slot[j] = i;
-        }
+    for (size_t j = 0; j < s->n; j++)
         for (size_t k = 0; k < j; k++)
             if (p->slot[k] != SIZE_MAX && our_refs(p, j, s->v[k].name, p->our_len[k]) &&
                 earliest[k] > earliest[j])
                 earliest[j] = earliest[k];
-    }
     for (size_t j = s->n; j-- > 0;) /* a dependency goes no later than its dependent */
         for (size_t k = 0; k < j; k++)
             if (p->slot[j] != SIZE_MAX && p->slot[k] != SIZE_MAX && p->slot[j] < p->slot[k] &&
@@ -250,22 +268,30 @@ static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int
 {
     struct k8s_buf path;
     k8s_buf_init(&path, 4096);
+    /* ours in (slot, index) order; present ones (SIZE_MAX) sort last */
+    size_t order[WH_ENV_MAX], n = p->set->n;
+    for (size_t j = 0; j < n; j++) {
+        size_t k = j;
+        for (; k > 0 && p->slot[order[k - 1]] > p->slot[j]; k--)
+            order[k] = order[k - 1];
+        order[k] = j;
+    }
     size_t inserted = 0;
     int r = 0;
-    for (size_t i = 0; i <= p->n_user && r == 0; i++)
-        for (size_t j = 0; j < p->set->n && r == 0; j++) {
-            if (p->slot[j] != i)
-                continue;
-            k8s_buf_reset(&path);
-            r = k8s_buf_cat(&path, cpath, "/env", NULL);
-            if (r == 0)
-                r = i == p->n_user ? k8s_jsonptr_push_end(&path)
-                                   : k8s_jsonptr_push_index(&path, i + inserted);
-            if (r == 0)
-                r = k8s_jsonpatch_append_new(patch, "add", k8s_buf_str(&path), var_json(p, j));
-            inserted++;
-            (*added)++;
-        }
+    for (size_t o = 0; o < n && r == 0; o++) {
+        size_t j = order[o], i = p->slot[j];
+        if (i == SIZE_MAX)
+            break;
+        k8s_buf_reset(&path);
+        r = k8s_buf_cat(&path, cpath, "/env", NULL);
+        if (r == 0)
+            r = i == p->n_user ? k8s_jsonptr_push_end(&path)
+                               : k8s_jsonptr_push_index(&path, i + inserted);
+        if (r == 0)
+            r = k8s_jsonpatch_append_new(patch, "add", k8s_buf_str(&path), var_json(p, j));
+        inserted++;
+        (*added)++;
+    }
     k8s_buf_done(&path);
     return r;
 }
@@ -314,7 +340,7 @@ static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const
         return 0;
     const char *op = p->user[idx].value ? "replace" : "add";
     p->user[idx].value = p->merged;
-    p->user[idx].has_ref = has_ref(p->merged);
+    p->user[idx].has_ref = has_ref(p->merged, strlen(p->merged));
     char path[600];
     snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, idx);
     (*added)++;
@@ -330,6 +356,35 @@ static int whole_env(const struct wh_envset *set, const char *cpath, json_t *pat
         return -K8S_ENOMEM;
     *added += (int)set->n;
     return k8s_jsonpatch_append_new(patch, "add", path, all);
+}
+
+/* One user variable. Members are walked in order and told apart by
+ * length rather than looked up by name: an env list can hold hundreds of
+ * entries, and hashing three keys per entry was most of this function. */
+static void read_entry(const json_t *e, struct entry *out)
+{
+    json_t *o = (json_t *)e;
+    for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it)) {
+        const char *k = json_object_iter_key(it);
+        const json_t *v = json_object_iter_value(it);
+        switch (json_object_iter_key_len(it)) {
+        case 4:
+            if (!memcmp(k, "name", 4) && json_is_string(v)) {
+                out->name = json_string_value(v);
+                out->len = json_string_length(v);
+            }
+            break;
+        case 5:
+            if (!memcmp(k, "value", 5) && json_is_string(v)) {
+                out->value = json_string_value(v);
+                out->has_ref = has_ref(out->value, json_string_length(v));
+            }
+            break;
+        case 9:
+            out->value_from |= !memcmp(k, "valueFrom", 9);
+            break;
+        }
+    }
 }
 
 int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
@@ -350,14 +405,9 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
         return -K8S_ENOMEM;
     size_t attrs_idx = SIZE_MAX;
     for (size_t i = 0; i < p.n_user; i++) {
-        const json_t *e = json_array_get(env, i);
-        const json_t *name = json_object_get(e, "name");
-        p.user[i].name = json_string_value(name);
-        p.user[i].len = p.user[i].name ? json_string_length(name) : 0;
-        p.user[i].value = json_string_value(json_object_get(e, "value"));
-        p.user[i].value_from = json_object_get(e, "valueFrom") != NULL;
-        p.user[i].has_ref = has_ref(p.user[i].value);
-        if (p.user[i].name && !strcmp(p.user[i].name, ATTRS_VAR) && attrs_idx == SIZE_MAX)
+        read_entry(json_array_get(env, i), &p.user[i]);
+        if (p.user[i].len == sizeof(ATTRS_VAR) - 1 && !strcmp(p.user[i].name, ATTRS_VAR) &&
+            attrs_idx == SIZE_MAX)
             attrs_idx = i;
     }
     int r = 0;

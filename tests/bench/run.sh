@@ -36,6 +36,7 @@ for tool in wrk nginx go openssl curl python3 pgrep getconf; do
     command -v "$tool" >/dev/null || die "$tool not found (make bench installs it via scripts/deps.sh bench)"
 done
 [ -x "$webhook" ] || die "$webhook not built"
+[ -x "$bin/admit_bench" ] || die "$bin/admit_bench not built"
 for r in $reviews; do
     [ -f "$fixtures/bench-jobset-$r.json" ] || die "missing $fixtures/bench-jobset-$r.json"
 done
@@ -124,11 +125,12 @@ settle() {
 
 # One wrk run; appends a results line unless it is a warm-up (round 0).
 errors=0
-measure() { # round review arm seconds
-    local round=$1 review=$2 arm=$3 d=$4 pid port f t0 t1 s0 s1 u0 u1 w0 w1
+measure() { # round review arm seconds [connections [results-file]]
+    local round=$1 review=$2 arm=$3 d=$4 c=${5:-$conns} res=${6:-results.tsv}
+    local pid port f t0 t1 s0 s1 u0 u1 w0 w1
     pid=$(pid_of "$arm")
     port=$(port_of "$arm")
-    f=$out/wrk/$review-$arm-r$round.txt
+    f=$out/wrk/$review-$arm-c$c-r$round.txt
     alive "$pid" "$arm"
     [ "$round" = 0 ] || settle
     t0=$(cpu_ticks "$pid")
@@ -137,7 +139,7 @@ measure() { # round review arm seconds
     times >"$tmp/times0"
     w0=$(date +%s%N)
     BODY=$fixtures/bench-jobset-$review.json \
-        wrk -t"$threads" -c"$conns" -d"${d}s" --latency -s "$here/post.lua" \
+        wrk -t"$threads" -c"$c" -d"${d}s" --latency -s "$here/post.lua" \
         "https://127.0.0.1:$port/mutate?timeout=10s" >"$f" 2>&1 ||
         { cat "$f" >&2; die "wrk failed against $arm ($review)"; }
     w1=$(date +%s%N)
@@ -162,9 +164,9 @@ measure() { # round review arm seconds
         echo "bench: $arm $review round $round: $8 non-2xx responses, $9 socket errors (see $f)" >&2
         errors=$((errors + 1))
     fi
-    [ "$round" = 0 ] || echo "$line" >>"$out/results.tsv"
-    printf '  round %s %-4s %-8s %9s req/s  p50 %8.3f ms  p99 %8.3f ms\n' \
-        "$round" "$review" "$arm" "$4" "$5" "$6"
+    [ "$round" = 0 ] || echo "$line" >>"$out/$res"
+    printf '  round %s %-4s %-8s c%-3s %9s req/s  p50 %8.3f ms  p99 %8.3f ms\n' \
+        "$round" "$review" "$arm" "$c" "$4" "$5" "$6"
 }
 
 # ---------- set up the three arms ----------
@@ -243,6 +245,17 @@ done
 [ "$(wc -c <"$out/answer-webhook-5k.json")" = "$(wc -c <"$canned")" ] ||
     echo "bench: note: the webhook's 5k answer is no longer the size of $canned" >&2
 
+# The cipher each arm negotiates with an OpenSSL client (what wrk links):
+# the arms must pay for the same one, or the comparison is not like for like.
+: >"$out/ciphers.txt"
+for arm in $arms; do
+    c=$(openssl s_client -connect "127.0.0.1:$(port_of "$arm")" </dev/null 2>/dev/null |
+        awk '/^New, / { print $2 $5; exit }')
+    echo "$arm $c" >>"$out/ciphers.txt"
+done
+[ "$(awk '{ print $2 }' "$out/ciphers.txt" | sort -u | wc -l)" = 1 ] ||
+    die "the arms negotiate different ciphers: $(tr '\n' ' ' <"$out/ciphers.txt")"
+
 # ---------- warm up, then timed rounds with the arms alternated ----------
 
 echo "bench: warm-up, ${warm} s per arm and review"
@@ -264,6 +277,23 @@ for round in $(seq "$rounds"); do
     done
 done
 
+# One request at a time: the latency of an admission itself, without
+# queueing behind 24 others (at saturation, latency is concurrency divided
+# by throughput). nginx is left out: it answers before it reads the body.
+c1_secs=$(((secs + 1) / 2))
+echo "bench: unloaded latency, wrk -t1 -c1 -d${c1_secs}s, $rounds round(s)"
+: >"$out/results-c1.tsv"
+for round in $(seq "$rounds"); do
+    for r in $reviews; do
+        for arm in webhook go; do measure "$round" "$r" "$arm" "$c1_secs" 1 results-c1.tsv; done
+    done
+done
+
+# The admission core alone (decode, mutate, encode; no TLS, no sockets):
+# what our code costs per review, apart from the transport.
+"$bin/admit_bench" -n 2000 -b 7 "$fixtures/bench-jobset-5k.json" \
+    "$fixtures/bench-jobset-64k.json" >"$out/core.txt" || die "admit_bench failed"
+
 loaded_hwm_kb=$(status_kb "$pid_webhook" VmHWM)
 go_hwm_kb=$(status_kb "$pid_go" VmHWM)
 cached_hwm_kb=$(status_kb "$pid_cached" VmHWM)
@@ -278,6 +308,8 @@ go_idle_rss_kb=$go_idle_rss_kb
 go_hwm_kb=$go_hwm_kb
 cached_idle_rss_kb=$cached_idle_rss_kb
 cached_hwm_kb=$cached_hwm_kb
+core_5k_us=$(awk 'NR == 1 { print $3 }' "$out/core.txt")
+core_64k_us=$(awk 'NR == 2 { print $3 }' "$out/core.txt")
 EOF
 
 echo

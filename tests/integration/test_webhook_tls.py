@@ -1,9 +1,11 @@
 """TLS of the real webhook binary: protocol versions, certificate checks at
 startup, and rotation of the serving certificate under concurrent load
 (Kubernetes Secret-volume symlink swaps) with zero failed requests."""
+import json
 import os
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import sys
@@ -97,6 +99,67 @@ class ProtocolTest(unittest.TestCase):
             for flag, name in (("-tls1_2", "TLSv1.2"), ("-tls1_3", "TLSv1.3")):
                 ok = s_client(flag)
                 self.assertIn("New, %s, Cipher is" % name, ok.stdout.decode(), ok.stderr.decode())
+
+    def test_cipher_order(self):
+        """The server's order wins: AES-128-GCM although OpenSSL lists
+        AES-256 first; ChaCha20 still serves a client without AES; CBC is
+        refused."""
+        with Webhook() as wh:
+            def cipher(*flags):
+                r = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % wh.port,
+                                    *flags], input=b"", capture_output=True, timeout=20)
+                m = re.search(r"Cipher is (\S+)", r.stdout.decode())
+                return m.group(1) if m else None
+            self.assertEqual(cipher("-tls1_3"), "TLS_AES_128_GCM_SHA256")
+            self.assertEqual(cipher("-tls1_2"), "ECDHE-ECDSA-AES128-GCM-SHA256")
+            self.assertEqual(cipher("-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"),
+                             "TLS_CHACHA20_POLY1305_SHA256")
+            self.assertEqual(cipher("-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA256"), "(NONE)")
+
+
+def read_response(f):
+    """One HTTP/1.1 response from a file object: (status, body)."""
+    status = int(f.readline().split()[1])
+    length = 0
+    while True:
+        line = f.readline().strip()
+        if not line:
+            break
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            length = int(value)
+    return status, f.read(length)
+
+
+class ReadAheadTest(unittest.TestCase):
+    """The server reads ahead of GnuTLS (many records per recv): bytes it
+    holds for later must never be stranded. Requests of mixed sizes are
+    pipelined in one write; every one is answered, in order."""
+
+    def test_pipelined_requests_in_one_write(self):
+        reviews = [os.path.join(os.environ["MLD_FIXTURES"], "admission", f)
+                   for f in ("bench-jobset-64k.json", "bench-jobset-5k.json",
+                             "bench-jobset-64k.json", "bench-jobset-5k.json")]
+        bodies = []
+        for path in reviews:
+            with open(path, "rb") as f:
+                bodies.append(f.read())
+        wire = b"".join(b"POST /mutate?timeout=10s HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                        % (len(b), b) for b in bodies)
+        wire += b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        with Webhook() as wh:
+            raw = socket.create_connection(("127.0.0.1", wh.port), timeout=10 * SLOW)
+            with wh.context().wrap_socket(raw, server_hostname="localhost") as tls:
+                tls.sendall(wire)
+                f = tls.makefile("rb")
+                for path in reviews:
+                    status, body = read_response(f)
+                    self.assertEqual(status, 200, body[:200])
+                    resp = json.loads(body)["response"]
+                    self.assertTrue(resp["allowed"])
+                    self.assertIn("patch", resp, path)
+                self.assertEqual(read_response(f), (200, b"ok\n"))
 
 
 class StartupCertificateTest(unittest.TestCase):
