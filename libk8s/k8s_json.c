@@ -128,13 +128,14 @@ static int write_object(const json_t *v, struct k8s_buf *out)
     int r = k8s_buf_append(out, "{", 1);
     bool first = true;
     const char *key;
+    size_t klen;
     json_t *val;
-    json_object_foreach((json_t *)v, key, val)
+    json_object_keylen_foreach((json_t *)v, key, klen, val)
     {
         if (r == 0 && !first)
             r = k8s_buf_append(out, ",", 1);
         if (r == 0)
-            r = k8s_json_write_string(key, strlen(key), out);
+            r = k8s_json_write_string(key, klen, out);
         if (r == 0)
             r = k8s_buf_append(out, ":", 1);
         if (r == 0)

@@ -311,8 +311,9 @@ static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, j
 static const struct k8s_json_filter *match(const struct k8s_json_filter *f, const char *key,
                                            size_t len, bool *found)
 {
-    for (; f->key; f++)
-        if ((!strncmp(f->key, key, len) && !f->key[len]) || !strcmp(f->key, "*")) {
+    for (; f->key; f++) /* first bytes compared inline: most keys differ there */
+        if ((len && f->key[0] == key[0] && !strncmp(f->key, key, len) && !f->key[len]) ||
+            (f->key[0] == '*' && !f->key[1]) || (!len && !f->key[0])) {
             *found = true;
             return f->keep;
         }

@@ -331,10 +331,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         *socket_context = io;
 }
 
-/* Each connection's memory pool: 64 KiB lets MHD take a whole 16 KiB TLS
- * record per read (a 16 KiB pool split records, and a 64 KiB review took
- * twice the event-loop turns). The pool is mmap'ed; idle pages cost nothing. */
-#define CONN_MEMORY (64 * 1024)
+/* Each connection's memory pool: room for a whole 16 KiB TLS record per
+ * read plus the headers (a 16 KiB pool split records into two reads).
+ * Not more: MHD zeroes the whole pool before each keep-alive request. */
+#define CONN_MEMORY (32 * 1024)
 
 static int start_worker(struct wh_server *s, struct worker *w, bool ipv6)
 {
