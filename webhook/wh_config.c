@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "k8s_cpu.h"
 #include "k8s_flags.h"
 #include "k8s_time.h"
 
@@ -16,7 +17,7 @@ static const char *env_or(const char *name, const char *dflt)
 
 void wh_config_init(struct wh_config *cfg)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int ncpu = k8s_cpu_count();
     *cfg = (struct wh_config){
         .port = 8443,
         .bind_address = "0.0.0.0",
@@ -27,7 +28,7 @@ void wh_config_init(struct wh_config *cfg)
         .shutdown_timeout_ns = 10 * K8S_NSEC_PER_SEC,
         .request_timeout_ns = 10 * K8S_NSEC_PER_SEC,
         .max_connections = 1024,
-        .threads = ncpu > 0 ? ncpu : 2,
+        .threads = ncpu < WH_THREADS_MAX_DEFAULT ? ncpu : WH_THREADS_MAX_DEFAULT,
         .budget_ns = 2 * K8S_NSEC_PER_SEC,
         .cluster_name = env_or("CLUSTER_NAME", ""),
         .cluster_domain = env_or("KUBERNETES_CLUSTER_DOMAIN", "cluster.local"),
@@ -60,7 +61,8 @@ static void flag_table(struct wh_config *c, struct k8s_flag out[24])
          "close connections idle or stalled this long (default 10s)", SEC, 3600 * SEC},
         {"max-connections", K8S_FLAG_INT, &c->max_connections,
          "concurrent connection cap (default 1024)", 1, 65536},
-        {"threads", K8S_FLAG_INT, &c->threads, "server threads (default: CPUs)", 1, 256},
+        {"threads", K8S_FLAG_INT, &c->threads, "server threads (default: usable CPUs, at most 8)",
+         1, 256},
         {"admission-budget", K8S_FLAG_DURATION, &c->budget_ns,
          "internal deadline for one admission decision (default 2s)", SEC / 1000, 25 * SEC},
         {"cluster-name", K8S_FLAG_STRING, &c->cluster_name,

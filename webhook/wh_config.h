@@ -17,6 +17,11 @@
 
 #define WH_MAX_SKIP 32
 
+/* Default thread cap: each thread is a libmicrohttpd daemon (~50 KiB of
+ * RSS); an API server holds ~25 connections, so a 208-vCPU host needs no
+ * more threads than a small one. --threads overrides. */
+#define WH_THREADS_MAX_DEFAULT 8
+
 struct wh_config {
     /* server */
     int64_t port;
@@ -28,7 +33,7 @@ struct wh_config {
     int64_t shutdown_timeout_ns;
     int64_t request_timeout_ns; /* slow-client cutoff per connection */
     int64_t max_connections;
-    int64_t threads;
+    int64_t threads;   /* default: usable CPUs (k8s_cpu), at most WH_THREADS_MAX_DEFAULT */
     int64_t budget_ns; /* whole admission decision */
     /* injection */
     const char *cluster_name; /* --cluster-name or $CLUSTER_NAME; "" = not given */
