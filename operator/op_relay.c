@@ -418,6 +418,20 @@ static void cancel_batch(struct op_relay *r, struct batch *b, const char *reason
     }
 }
 
+/* Start host i's attempt; when that fails for want of memory, the host
+ * ends with INTERNAL. Returns true when that ended the batch (b is freed). */
+static bool start_or_fail(struct op_relay *r, struct batch *b, size_t i, int64_t now)
+{
+    struct host *h = &b->hosts[i];
+    if (start_attempt(r, h, now) == 0)
+        return false;
+    b->results[i].code = OP_GRPC_INTERNAL;
+    snprintf(b->results[i].message, sizeof(b->results[i].message), "out of memory");
+    bool last = b->left == 1;
+    finish_host(r, h);
+    return last;
+}
+
 /* ---------- the thread ---------- */
 
 static void start_batch(struct op_relay *r, struct batch *b)
@@ -426,17 +440,9 @@ static void start_batch(struct op_relay *r, struct batch *b)
     b->next = r->active;
     r->active = b;
     b->hold_until = now + HOLD_MAX_MS * K8S_NSEC_PER_MSEC;
-    for (size_t i = 0; i < b->n; i++) {
-        struct host *h = &b->hosts[i];
-        if (start_attempt(r, h, now) < 0) {
-            b->results[i].code = OP_GRPC_INTERNAL;
-            snprintf(b->results[i].message, sizeof(b->results[i].message), "out of memory");
-            bool last = b->left == 1;
-            finish_host(r, h);
-            if (last)
-                return;
-        }
-    }
+    for (size_t i = 0; i < b->n; i++)
+        if (start_or_fail(r, b, i, now))
+            return;
 }
 
 static void take_requests(struct op_relay *r, bool *stop)
@@ -482,14 +488,8 @@ static int64_t due_retries(struct op_relay *r, int64_t now)
             if (h->finished || !h->retry_at)
                 continue;
             if (h->retry_at <= now) {
-                if (start_attempt(r, h, now) < 0) {
-                    b->results[i].code = OP_GRPC_INTERNAL;
-                    snprintf(b->results[i].message, sizeof(b->results[i].message), "out of memory");
-                    bool last = b->left == 1;
-                    finish_host(r, h);
-                    if (last)
-                        return due_retries(r, now); /* the list changed */
-                }
+                if (start_or_fail(r, b, i, now))
+                    return due_retries(r, now); /* the list changed */
             } else if (!next || h->retry_at < next) {
                 next = h->retry_at;
             }
