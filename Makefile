@@ -1,7 +1,11 @@
 # The project's commands. `make test` is what CI runs (.ci/run).
 #   make test   install missing Debian packages, build, run unit + integration
-#               tests, then the same suites under AddressSanitizer+UBSan;
-#               fails if a .c/.h file is not clang-formatted (make format)
+#               tests, then the same suites under AddressSanitizer+UBSan, then
+#               the end-to-end tier against a real control plane (MLD_E2E=0
+#               skips it); fails if a .c/.h file is not clang-formatted
+#   make cluster / cluster-down   that control plane in the background, both
+#               charts installed as seed 003 does; prints a KUBECONFIG line
+#   make e2e    the end-to-end tier alone (E2E_ARGS="-k jobset" to filter)
 #   make run    self-signed cert, standalone webhook on https://127.0.0.1:8443,
 #               one sample admission printed, serves until Ctrl-C
 #   make bench  webhook vs a Go net/http peer vs nginx (wrk over TLS); the
@@ -13,7 +17,8 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all deps build test test-release test-asan run bench fuzz format format-check clean manifests
+.PHONY: all deps build test test-release test-asan test-e2e e2e cluster cluster-down run bench fuzz \
+        format format-check clean manifests
 
 all: build
 
@@ -25,7 +30,7 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: deps format-check test-release test-asan
+test: deps format-check test-release test-asan test-e2e
 
 test-release:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -37,6 +42,19 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_BUILD) $(CTEST_ARGS)
+
+# The end-to-end tier runs the release binaries of $(BUILD).
+test-e2e:
+	@tests/e2e/run.sh $(E2E_ARGS)
+
+e2e: build
+	@tests/e2e/run.sh $(E2E_ARGS)
+
+cluster: build
+	@tests/e2e/cluster.sh up
+
+cluster-down:
+	@tests/e2e/cluster.sh down
 
 run: build
 	@scripts/run.sh $(BUILD)/bin

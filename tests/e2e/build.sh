@@ -1,0 +1,77 @@
+#!/bin/sh
+# Build the end-to-end tier's upstream components from their Go modules and
+# cache the binaries outside build/, keyed by each module's go.mod + go.sum
+# (and this script): a warm run finds them and builds nothing.
+#
+#   tests/e2e/build.sh [MODULE...]     default: every module under tests/e2e/
+#   prints the bin directory of each module, one "NAME DIR" line each
+#
+# Modules (each its own go.mod, so one's pins never reach another's build):
+#   kube         etcd, kube-apiserver, kube-controller-manager, kubectl
+#   controllers  helm, JobSet, LeaderWorkerSet
+#   kuberay      the KubeRay operator (its controller-runtime line is older)
+#   crds         nothing built: cert-manager's CRDs (its controller does not
+#                build from the module proxy)
+# Cache: $MLD_E2E_CACHE (default ~/.cache/mldiagnostics-e2e); build log and
+# seconds taken in each entry (build.log, build.seconds).
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+CACHE=${MLD_E2E_CACHE:-$HOME/.cache/mldiagnostics-e2e}
+GO=${GO:-$(command -v go)}
+# Debian's golang-go is too old for these modules: take the machine's Go.
+case "$($GO version)" in *go1.2[6-9]*|*go1.[3-9]*) ;; *)
+  [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go ;; esac
+export GOFLAGS=-mod=readonly CGO_ENABLED=0 GOTOOLCHAIN=local
+mkdir -p "$CACHE"
+
+key() {  # module dir -> short hash of what decides its binaries
+  cat "$1/go.mod" "$1/go.sum" "$HERE/build.sh" | sha256sum | cut -c1-16
+}
+
+kube_ldflags() {  # hack/lib/version.sh's stamps for the version in go.mod
+  v=$(sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\).*/\1/p' "$HERE/kube/go.mod" | head -1)
+  major=$(echo "$v" | cut -d. -f1 | tr -d v); minor=$(echo "$v" | cut -d. -f2)
+  f="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f="$f -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    f="$f -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$f"
+}
+
+build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
+  name=$1; dir="$HERE/$name"
+  out="$CACHE/$name-$(key "$dir")"
+  if [ -f "$out/.complete" ]; then echo "$name $out/bin"; return 0; fi
+  rm -rf "$out"; mkdir -p "$out/bin"
+  start=$(date +%s)
+  case $name in
+    kube) flags=$(kube_ldflags); tags="selinux,notest" ;;
+    *)    flags="-s -w"; tags="" ;;
+  esac
+  echo "e2e build: $name (go.sum $(key "$dir")) -> $out" >&2
+  # The modules of the tools (or, with no tools, the require lines), with
+  # the module cache folder that holds their YAML (CRDs, webhook
+  # manifests): "PATH DIR" lines in modules.txt.
+  (cd "$dir" && if grep -q '^tool' go.mod; then
+     $GO list -f '{{.Module.Path}} {{.Module.Dir}}' tool | sort -u > "$out/modules.txt" &&
+     $GO build -p "${GO_BUILD_P:-2}" -trimpath -tags "$tags" -ldflags "$flags" \
+       -o "$out/bin/" tool
+   else
+     reqs=$(awk '/^require [^(]/{print $2}' go.mod)
+     $GO mod download $reqs && $GO list -m -f '{{.Path}} {{.Dir}}' $reqs > "$out/modules.txt"
+   fi) >"$out/build.log" 2>&1 || {
+    echo "e2e build: $name failed; last lines of $out/build.log:" >&2
+    tail -30 "$out/build.log" >&2; return 1; }
+  # A /vN module path names its binary after the element before it.
+  [ -f "$out/bin/server" ] && mv "$out/bin/server" "$out/bin/etcd"
+  [ -f "$out/bin/cmd" ] && mv "$out/bin/cmd" "$out/bin/lws"
+  echo $(( $(date +%s) - start )) > "$out/build.seconds"
+  touch "$out/.complete"
+  # Older entries of this module are dead weight once a new one is built.
+  for old in "$CACHE/$name"-*; do [ "$old" = "$out" ] || rm -rf "$old"; done
+  echo "$name $out/bin"
+}
+
+mods=${*:-kube controllers kuberay crds}
+for m in $mods; do build_module "$m"; done

@@ -1,0 +1,178 @@
+"""The end-to-end tier's cluster, assembled: components (build.sh), the
+control plane, the node (kubelet.py, with pod network namespaces), the
+workload controllers, and seed 003's install with the webhook and operator
+running as local processes.
+
+    python cluster.py up   [--dir D]   start, install, serve until SIGTERM;
+                                       prints the KUBECONFIG line when ready
+    python cluster.py down [--dir D]   stop what `up` started
+`make cluster` / `make cluster-down` call these; the tests import Cluster.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import controlplane  # noqa: E402
+import install  # noqa: E402
+import kubelet  # noqa: E402
+import netns  # noqa: E402
+import workloads  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+DEFAULT_DIR = os.path.join(ROOT, "build", "e2e-cluster")
+COLLECTOR_HOST = "opentelemetry-collector.gke-managed-otel.svc.cluster.local"
+
+
+def components():
+    """Build (or find cached) the upstream binaries: {module: bin dir}."""
+    p = subprocess.run([os.path.join(HERE, "build.sh")], capture_output=True, text=True,
+                       timeout=80 * 60)
+    sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        raise RuntimeError("tests/e2e/build.sh failed:\n" + p.stderr[-4000:])
+    return dict(line.split(" ", 1) for line in p.stdout.splitlines() if " " in line)
+
+
+class Cluster:
+    def __init__(self, work_dir=None, project_bin=None, log=None):
+        self.dir = work_dir or DEFAULT_DIR
+        self.project_bin = project_bin or os.environ.get("MLD_BIN_DIR",
+                                                         os.path.join(ROOT, "build", "bin"))
+        self.logfile = None
+        self.log = log or self._log
+        self.cp = self.node = self.controllers = self.install = self.networks = None
+
+    def _log(self, msg):
+        line = "[e2e %s] %s" % (time.strftime("%H:%M:%S"), msg)
+        print(line, file=sys.stderr, flush=True)
+
+    def up(self, install_charts=True, start_processes=True):
+        t0 = time.time()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.bins = components()
+        self.modules = workloads.read_modules(self.bins)
+        self.cp = controlplane.ControlPlane(self.bins["kube"], self.dir, self.log).start()
+        self.api = self.cp.api
+        why = netns.available()
+        if why is None:
+            self.networks = netns.PodNetworks(hosts={COLLECTOR_HOST: netns.HOST_IP})
+        else:
+            self.log("pod network namespaces unavailable (%s): python pods cannot run" % why)
+        node_log = open(os.path.join(self.cp.logs, "kubelet.log"), "a", buffering=1)
+        self.node = kubelet.Kubelet(
+            self.api, self.cp.ca[0], "e2e-node", self.dir, {
+                "mldiagnostics-webhook": os.path.join(self.project_bin, "mldiagnostics-webhook"),
+                "mldiagnostics-operator": os.path.join(self.project_bin,
+                                                       "mldiagnostics-operator"),
+                "python": sys.executable},
+            self.networks, lambda m: node_log.write("%s %s\n" % (time.strftime("%H:%M:%S"), m)))
+        self.node.start()
+        self.controllers = workloads.WorkloadControllers(self.cp, self.bins, self.modules,
+                                                         self.dir, self.log)
+        self.controllers.start_all()
+        self.log("workload controllers up (JobSet, LeaderWorkerSet, KubeRay)")
+        self.install = install.Installation(self.cp, self.node,
+                                            os.path.join(self.bins["controllers"], "helm"),
+                                            self.project_bin, os.path.join(self.dir, "install"),
+                                            self.log)
+        if install_charts:
+            t1 = time.time()
+            self.install.install_webhook()
+            self.install.install_operator()
+            self.log("charts installed with helm in %.1fs" % (time.time() - t1))
+            if start_processes:
+                self.webhook = self.install.start_webhook()
+                self.operator = self.install.start_operator()
+        self.log("cluster up in %.1fs; KUBECONFIG=%s" % (time.time() - t0,
+                                                         self.cp.admin_kubeconfig))
+        return self
+
+    def down(self):
+        for part in (self.install, self.controllers, self.node, self.cp):
+            if part is not None:
+                try:
+                    part.stop()
+                except Exception as e:  # noqa: BLE001 - tear down the rest regardless
+                    self.log("teardown: %s" % e)
+        if self.networks:
+            self.networks.close()
+
+    def kubectl(self, *args, check=True, input=None, timeout=60):
+        p = subprocess.run([os.path.join(self.bins["kube"], "kubectl"),
+                            "--kubeconfig", self.cp.admin_kubeconfig, *args],
+                           capture_output=True, text=True, input=input, timeout=timeout)
+        if check and p.returncode != 0:
+            raise RuntimeError("kubectl %s: %s%s" % (" ".join(args), p.stdout, p.stderr))
+        return p
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("command", choices=["up", "down"])
+    ap.add_argument("--dir", default=DEFAULT_DIR)
+    a = ap.parse_args()
+    state = os.path.join(a.dir + ".state.json")
+    if a.command == "down":
+        try:
+            with open(state) as f:
+                pid = json.load(f)["pid"]
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(300):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+        except (OSError, ValueError, KeyError):
+            pass
+        netns.cleanup()
+        try:
+            os.unlink(state)
+        except OSError:
+            pass
+        print("cluster stopped")
+        return
+    try:
+        with open(state) as f:
+            pid = json.load(f)["pid"]
+        os.kill(pid, 0)
+        sys.exit("a cluster is already up (pid %d); make cluster-down first" % pid)
+    except (OSError, ValueError, KeyError):
+        pass
+    c = Cluster(a.dir)
+    stop = threading.Event()
+    serving = threading.Event()
+
+    def on_signal(*_):
+        stop.set()
+        if not serving.is_set():
+            raise SystemExit(143)  # abort a start in progress (helm may be waiting)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        with open(state, "w") as f:
+            json.dump({"pid": os.getpid(), "dir": a.dir}, f)
+        c.up()
+        with open(state, "w") as f:
+            json.dump({"pid": os.getpid(), "kubeconfig": c.cp.admin_kubeconfig,
+                       "dir": a.dir}, f)
+        serving.set()
+        print("export KUBECONFIG=%s" % c.cp.admin_kubeconfig, flush=True)
+        stop.wait()
+    finally:
+        c.down()
+        try:
+            os.unlink(state)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    main()
