@@ -27,6 +27,17 @@ struct k8s_client {
     size_t npool;
 };
 
+int k8s_client_open(const char *kubeconfig, struct k8s_client **ret, struct k8s_error *reterr)
+{
+    struct k8s_config kc;
+    int r = k8s_config_load(kubeconfig, &kc, reterr);
+    if (r < 0)
+        return r;
+    r = k8s_client_new(&kc, ret, reterr);
+    k8s_config_done(&kc);
+    return r;
+}
+
 int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret, struct k8s_error *reterr)
 {
     int r = k8s_curl_load(reterr);

@@ -58,6 +58,13 @@ struct k8s_resp {
  * newline). Return non-zero to stop the stream. */
 typedef int (*k8s_line_fn)(void *ud, const char *line, size_t len);
 
+/* A client for the configuration k8s_config_load finds for kubeconfig
+ * (NULL or "": $KUBECONFIG, the in-cluster service account, ~/.kube/config),
+ * as the one-shot commands (certgen, selftest) need it. Failure: the error
+ * of k8s_config_load or k8s_client_new; *ret untouched. */
+int k8s_client_open(const char *kubeconfig, struct k8s_client **ret,
+                    struct k8s_error *reterr) K8S_MUST_CHECK;
+
 /* A client for cfg (copied); loads libcurl on first use (k8s_curl).
  * -K8S_ENOMEM, -K8S_EIO when libcurl cannot be loaded. */
 int k8s_client_new(const struct k8s_config *cfg, struct k8s_client **ret,

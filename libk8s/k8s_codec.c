@@ -64,7 +64,9 @@ fail:
     return NULL;
 }
 
-void k8s_sha256_hex(const void *in, size_t n, char out[static 65])
+_Static_assert(K8S_SHA256_HEX_SIZE == 2 * SHA256_DIGEST_SIZE + 1, "hex digest size");
+
+void k8s_sha256_hex(const void *in, size_t n, char out[static K8S_SHA256_HEX_SIZE])
 {
     struct sha256_ctx ctx;
     uint8_t md[SHA256_DIGEST_SIZE];
@@ -76,5 +78,5 @@ void k8s_sha256_hex(const void *in, size_t n, char out[static 65])
         out[2 * i] = hex[md[i] >> 4];
         out[2 * i + 1] = hex[md[i] & 15];
     }
-    out[64] = '\0';
+    out[2 * SHA256_DIGEST_SIZE] = '\0';
 }

@@ -23,7 +23,10 @@ int k8s_base64_append(struct k8s_buf *out, const void *in, size_t n) K8S_MUST_CH
  * or on OOM. */
 unsigned char *k8s_base64_decode(const char *in, size_t n, size_t *ret_len);
 
-/* Lower-case hex SHA-256 of in[0..n) into out (65 bytes incl. NUL). */
-void k8s_sha256_hex(const void *in, size_t n, char out[static 65]);
+/* Bytes of a lower-case hex SHA-256 with its NUL. */
+#define K8S_SHA256_HEX_SIZE 65
+
+/* Lower-case hex SHA-256 of in[0..n) into out. */
+void k8s_sha256_hex(const void *in, size_t n, char out[static K8S_SHA256_HEX_SIZE]);
 
 #endif

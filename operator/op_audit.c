@@ -6,12 +6,49 @@
 #include <string.h>
 
 #include "k8s_log.h"
+#include "k8s_mlrun.h"
 #include "op_event.h"
 #include "op_pod.h"
 #include "op_status.h"
 
 #define OPT_KEY     "managed-mldiagnostics-gke"
+#define EXEMPT_KEY  "diagon-webhook-exempt"
 #define NAMES_SHOWN 5
+
+/* What the audit reports, one row each. */
+enum { F_UNINJECTED, F_INCOMPLETE, N_FINDINGS };
+
+static const struct {
+    const char *metric, *help, *reason;
+} findings[N_FINDINGS] = {
+    [F_UNINJECTED] = {"mldiagnostics_operator_uninjected_pods",
+                      "Pods of opted-in workloads admitted without injection, per workload.",
+                      "PodsNotInjected"},
+    [F_INCOMPLETE] = {"mldiagnostics_operator_incomplete_identity_pods",
+                      "Injected pods whose identity lacks a field the google-cloud-mldiagnostics "
+                      "SDK requires (it refuses to start a run), per workload.",
+                      "IncompleteIdentity"},
+};
+
+/* API versions of the kinds an identity may name (for the event; a Pod
+ * is the pod itself). */
+static const struct {
+    const char *kind, *api;
+} apis[] = {
+    {"JobSet", "jobset.x-k8s.io/v1alpha2"},
+    {"LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1"},
+    {"RayJob", "ray.io/v1"},
+    {"RayCluster", "ray.io/v1"},
+    {"Job", "batch/v1"},
+    {"Deployment", "apps/v1"},
+    {"StatefulSet", "apps/v1"},
+    {"ReplicaSet", "apps/v1"},
+};
+
+struct family {
+    struct op_audit *a;
+    int f;
+};
 
 struct op_audit {
     struct k8s_client *c;
@@ -19,9 +56,11 @@ struct op_audit {
     void *ud;
     char *identity;
     pthread_mutex_t lock;
-    json_t *counts;   /* "Kind/ns/name" → {"n": pods, "names": "a, b"} (lock) */
-    json_t *reported; /* "Kind/ns/name" → count last reported by an event */
-    size_t total;
+    /* per finding: "Kind/ns/name" → {"n": pods, "names": "a, b", "api", "missing"} (lock) */
+    json_t *counts[N_FINDINGS];
+    json_t *reported[N_FINDINGS]; /* "Kind/ns/name" → count last reported by an event */
+    size_t total[N_FINDINGS];
+    struct family families[N_FINDINGS]; /* what each metric family renders */
 };
 
 static const char *label(const json_t *obj, const char *where, const char *key)
@@ -35,7 +74,9 @@ static bool is(const char *v, const char *want)
     return v && !strcmp(v, want);
 }
 
-/* The pod's workload: kind, name, and its cached object (new reference or
+/* ---------- the pod's workload ---------- */
+
+/* kind, its API version, name, and its cached object (new reference or
  * NULL). */
 struct workload {
     const char *kind, *api;
@@ -83,108 +124,197 @@ static bool workload_of(const struct op_pod *pod, const struct op_stores *st, st
     return w->obj != NULL;
 }
 
+/* The workload an injected pod's identity names (the pod itself when it
+ * names none the operator can post an event about). */
+static void identity_workload(const struct op_pod *pod, struct workload *w)
+{
+    *w = (struct workload){"Pod", "v1", "", NULL};
+    snprintf(w->name, sizeof(w->name), "%s", pod->name);
+    bool self = !strcmp(pod->id_kind, "Pod"); /* a bare pod: it, not its generateName */
+    for (size_t i = 0; *pod->id_name && !self && i < sizeof(apis) / sizeof(apis[0]); i++)
+        if (!strcmp(apis[i].kind, pod->id_kind)) {
+            *w = (struct workload){apis[i].kind, apis[i].api, "", NULL};
+            snprintf(w->name, sizeof(w->name), "%s", pod->id_name);
+        }
+}
+
+/* ---------- counting ---------- */
+
 struct scan {
     const struct op_stores *st;
-    json_t *counts;
-    size_t total;
+    json_t *counts[N_FINDINGS];
+    size_t total[N_FINDINGS];
 };
+
+/* The namespace's label value for key (NULL when unknown). */
+static const char *ns_label(const struct op_stores *st, const char *ns, const char *key, char *out,
+                            size_t cap)
+{
+    json_t *o = st->namespaces ? k8s_store_get(st->namespaces, "", ns) : NULL;
+    const char *v = label(o, "labels", key);
+    if (v)
+        snprintf(out, cap, "%s", v);
+    json_decref(o);
+    return v ? out : NULL;
+}
+
+/* §3.3 from the caches, for a pod of a cached workload w (every cached
+ * kind is one the namespace label covers): the workload's opt-out, then
+ * pod, workload and namespace opt-ins. */
+static bool opted_in(const struct op_pod *pod, const struct workload *w, const struct op_stores *st)
+{
+    char buf[16];
+    const char *wl = label(w->obj, "labels", OPT_KEY);
+    if (is(wl, "false"))
+        return false;
+    if (is(pod->opt_label, "true") || is(wl, "true"))
+        return true;
+    return is(ns_label(st, pod->namespace, OPT_KEY, buf, sizeof(buf)), "true");
+}
+
+static void count(struct scan *s, int f, const struct workload *w, const char *ns,
+                  const struct op_pod *pod)
+{
+    char k[600];
+    snprintf(k, sizeof(k), "%s/%s/%s", w->kind, ns, w->name);
+    json_t *e = json_object_get(s->counts[f], k);
+    if (!e) {
+        e = json_pack("{s:I, s:s, s:s, s:I}", "n", (json_int_t)0, "names", "", "api", w->api,
+                      "missing", (json_int_t)0);
+        json_object_set_new(s->counts[f], k, e);
+    }
+    json_int_t n = json_integer_value(json_object_get(e, "n")) + 1;
+    json_object_set_new(e, "n", json_integer(n));
+    json_int_t missing = json_integer_value(json_object_get(e, "missing")) | pod->id_missing;
+    json_object_set_new(e, "missing", json_integer(missing));
+    if (n <= NAMES_SHOWN) {
+        char names[600];
+        snprintf(names, sizeof(names), "%s%s%s", json_string_value(json_object_get(e, "names")),
+                 n > 1 ? ", " : "", pod->name);
+        json_object_set_new(e, "names", json_string(names));
+    }
+    s->total[f]++;
+}
 
 static void count_pod(void *ud, const char *key, const json_t *packed)
 {
     (void)key;
     struct scan *s = ud;
     struct op_pod pod;
-    if (!op_pod_view(packed, &pod) || !strcmp(pod.namespace, "kube-system") || pod.injected ||
-        pod.deleting || is(pod.phase, "Succeeded") || is(pod.phase, "Failed"))
+    char buf[16];
+    if (!op_pod_view(packed, &pod) || !strcmp(pod.namespace, "kube-system") || pod.deleting ||
+        is(pod.phase, "Succeeded") || is(pod.phase, "Failed") ||
+        is(ns_label(s->st, pod.namespace, EXEMPT_KEY, buf, sizeof(buf)), "true"))
         return;
+    struct workload w;
+    if (pod.injected) {
+        identity_workload(&pod, &w);
+        if (pod.id_missing)
+            count(s, F_INCOMPLETE, &w, pod.namespace, &pod);
+        return;
+    }
     if (is(pod.opt_label, "false") || is(pod.opt_annotation, "false"))
         return;
-    const char *ns = pod.namespace;
-    struct workload w;
-    bool has = workload_of(&pod, s->st, &w);
-    const char *wl = has ? label(w.obj, "labels", OPT_KEY) : NULL;
-    bool in = !is(wl, "false") && (is(pod.opt_label, "true") || is(wl, "true"));
-    if (in && has) {
-        char k[600];
-        snprintf(k, sizeof(k), "%s/%s/%s", w.kind, ns, w.name);
-        json_t *e = json_object_get(s->counts, k);
-        if (!e) {
-            e = json_pack("{s:I, s:s, s:s}", "n", (json_int_t)0, "names", "", "api", w.api);
-            json_object_set_new(s->counts, k, e);
-        }
-        json_int_t n = json_integer_value(json_object_get(e, "n")) + 1;
-        json_object_set_new(e, "n", json_integer(n));
-        if (n <= NAMES_SHOWN) {
-            char names[600];
-            snprintf(names, sizeof(names), "%s%s%s", json_string_value(json_object_get(e, "names")),
-                     n > 1 ? ", " : "", pod.name);
-            json_object_set_new(e, "names", json_string(names));
-        }
-        s->total++;
-    }
+    if (workload_of(&pod, s->st, &w) && opted_in(&pod, &w, s->st))
+        count(s, F_UNINJECTED, &w, pod.namespace, &pod);
     json_decref(w.obj);
 }
 
-static void report(struct op_audit *a, const char *key, const json_t *e)
+/* ---------- events ---------- */
+
+static void message(int f, const json_t *e, const char *what, char *out, size_t cap)
 {
-    char kind[64], ns[256], name[256];
+    json_int_t n = json_integer_value(json_object_get(e, "n"));
+    const char *names = json_string_value(json_object_get(e, "names"));
+    const char *more = n > NAMES_SHOWN ? ", ..." : "";
+    if (f == F_UNINJECTED) {
+        snprintf(out, cap,
+                 "%lld pod%s of %s %s admitted without ML Diagnostics injection (the webhook "
+                 "was unavailable or installed after they were created): %s%s",
+                 (long long)n, n > 1 ? "s" : "", what, n > 1 ? "were" : "was", names, more);
+        return;
+    }
+    char fields[128];
+    k8s_mlrun_names((unsigned)json_integer_value(json_object_get(e, "missing")), false, fields,
+                    sizeof(fields));
+    snprintf(out, cap,
+             "%lld pod%s of %s %s injected with an identity that lacks %s (a --standalone "
+             "webhook, a failed lookup or no cluster name): the google-cloud-mldiagnostics SDK "
+             "will refuse to start a run in %s: %s%s",
+             (long long)n, n > 1 ? "s" : "", what, n > 1 ? "were" : "was", fields,
+             n > 1 ? "them" : "it", names, more);
+}
+
+static void report(struct op_audit *a, int f, const char *key, const json_t *e)
+{
+    char kind[64], ns[256], name[256], what[600], msg[1400];
     if (sscanf(key, "%63[^/]/%255[^/]/%255s", kind, ns, name) != 3)
         return;
-    json_int_t n = json_integer_value(json_object_get(e, "n"));
-    char msg[1200];
-    snprintf(msg, sizeof(msg),
-             "%lld pod%s of %s %s/%s %s admitted without ML Diagnostics injection (the webhook "
-             "was unavailable or installed after they were created): %s%s",
-             (long long)n, n > 1 ? "s" : "", kind, ns, name, n > 1 ? "were" : "was",
-             json_string_value(json_object_get(e, "names")), n > NAMES_SHOWN ? ", ..." : "");
+    snprintf(what, sizeof(what), "%s %s/%s", kind, ns, name);
+    message(f, e, what, msg, sizeof(msg));
     struct op_event_ref ref = {json_string_value(json_object_get(e, "api")), kind, ns, name, NULL};
     struct k8s_error err;
-    if (op_event_post(a->c, &ref, "Warning", "PodsNotInjected", msg, a->identity, &err) < 0)
-        k8s_log_json(K8S_LOG_WARN, "cannot post an event",
-                     json_pack("{s:s, s:s}", "workload", key, "error", err.message));
+    const char *reason = findings[f].reason;
+    if (op_event_post(a->c, &ref, "Warning", reason, msg, a->identity, &err) < 0)
+        k8s_log_json(
+            K8S_LOG_WARN, "cannot post an event",
+            json_pack("{s:s, s:s, s:s}", "workload", key, "reason", reason, "error", err.message));
     else
-        k8s_log_json(K8S_LOG_WARN, "pods not injected",
-                     json_pack("{s:s, s:I}", "workload", key, "pods", n));
+        k8s_log_json(K8S_LOG_WARN, reason,
+                     json_pack("{s:s, s:I}", "workload", key, "pods",
+                               json_integer_value(json_object_get(e, "n"))));
+}
+
+/* Post for workloads whose count grew; forget those that are fine again. */
+static void report_grown(struct op_audit *a, int f, const json_t *counts, bool post_events)
+{
+    const char *key;
+    json_t *e;
+    json_object_foreach((json_t *)counts, key, e)
+    {
+        json_int_t n = json_integer_value(json_object_get(e, "n"));
+        json_int_t was = json_integer_value(json_object_get(a->reported[f], key));
+        if (post_events && n > was) {
+            report(a, f, key, e);
+            json_object_set_new(a->reported[f], key, json_integer(n));
+        }
+    }
+    json_object_foreach(a->reported[f], key, e) if (!json_object_get(counts, key))
+        json_object_set_new(a->reported[f], key, json_integer(0));
 }
 
 void op_audit_scan(struct op_audit *a, bool post_events)
 {
     struct op_stores st = {0};
     a->stores(a->ud, &st);
-    struct scan s = {&st, json_object(), 0};
-    if (!s.counts || !st.pods) {
-        json_decref(s.counts);
-        return;
-    }
-    k8s_store_each(st.pods, count_pod, &s);
-    const char *key;
-    json_t *e;
-    json_object_foreach(s.counts, key, e)
-    {
-        json_int_t n = json_integer_value(json_object_get(e, "n"));
-        json_int_t was = json_integer_value(json_object_get(a->reported, key));
-        if (post_events && n > was) {
-            report(a, key, e);
-            json_object_set_new(a->reported, key, json_integer(n));
+    struct scan s = {&st, {json_object(), json_object()}, {0, 0}};
+    if (s.counts[F_UNINJECTED] && s.counts[F_INCOMPLETE] && st.pods) {
+        k8s_store_each(st.pods, count_pod, &s);
+        pthread_mutex_lock(&a->lock); /* the metrics say it before the events do */
+        for (int f = 0; f < N_FINDINGS; f++) {
+            json_decref(a->counts[f]);
+            a->counts[f] = json_incref(s.counts[f]);
+            a->total[f] = s.total[f];
         }
+        pthread_mutex_unlock(&a->lock);
+        for (int f = 0; f < N_FINDINGS; f++)
+            report_grown(a, f, s.counts[f], post_events);
     }
-    json_object_foreach(a->reported, key, e) /* forget workloads that are fine again */
-        if (!json_object_get(s.counts, key)) json_object_set_new(a->reported, key, json_integer(0));
-    pthread_mutex_lock(&a->lock);
-    json_decref(a->counts);
-    a->counts = s.counts;
-    a->total = s.total;
-    pthread_mutex_unlock(&a->lock);
+    for (int f = 0; f < N_FINDINGS; f++)
+        json_decref(s.counts[f]);
 }
+
+/* ---------- metrics ---------- */
 
 static int render(void *ud, const char *name, struct k8s_buf *out)
 {
-    struct op_audit *a = ud;
+    const struct family *fam = ud;
+    struct op_audit *a = fam->a;
     int r = 0;
     const char *key;
     json_t *e;
     pthread_mutex_lock(&a->lock);
-    json_object_foreach(a->counts, key, e)
+    json_object_foreach(a->counts[fam->f], key, e)
     {
         char kind[64], ns[256], wname[256], labels[900], ens[300], ename[300];
         if (r || sscanf(key, "%63[^/]/%255[^/]/%255s", kind, ns, wname) != 3)
@@ -208,35 +338,50 @@ struct op_audit *op_audit_new(struct k8s_client *c, op_stores_fn stores, void *s
         return NULL;
     *a = (struct op_audit){.c = c, .stores = stores, .ud = stores_ud};
     a->identity = strdup(identity);
-    a->counts = json_object();
-    a->reported = json_object();
+    bool ok = a->identity != NULL;
+    for (int f = 0; f < N_FINDINGS; f++) {
+        a->counts[f] = json_object();
+        a->reported[f] = json_object();
+        ok = ok && a->counts[f] && a->reported[f];
+    }
     pthread_mutex_init(&a->lock, NULL);
-    if (!a->identity || !a->counts || !a->reported) {
+    if (!ok) {
         op_audit_free(a);
         return NULL;
     }
-    if (m)
-        k8s_metrics_gauge_family(m, "mldiagnostics_operator_uninjected_pods",
-                                 "Pods of opted-in workloads admitted without injection, per "
-                                 "workload.",
-                                 render, a);
+    for (int f = 0; m && f < N_FINDINGS; f++) {
+        a->families[f] = (struct family){a, f};
+        k8s_metrics_gauge_family(m, findings[f].metric, findings[f].help, render, &a->families[f]);
+    }
     return a;
+}
+
+static size_t total(struct op_audit *a, int f)
+{
+    pthread_mutex_lock(&a->lock);
+    size_t n = a->total[f];
+    pthread_mutex_unlock(&a->lock);
+    return n;
 }
 
 size_t op_audit_total(struct op_audit *a)
 {
-    pthread_mutex_lock(&a->lock);
-    size_t n = a->total;
-    pthread_mutex_unlock(&a->lock);
-    return n;
+    return total(a, F_UNINJECTED);
+}
+
+size_t op_audit_incomplete(struct op_audit *a)
+{
+    return total(a, F_INCOMPLETE);
 }
 
 void op_audit_free(struct op_audit *a)
 {
     if (!a)
         return;
-    json_decref(a->counts);
-    json_decref(a->reported);
+    for (int f = 0; f < N_FINDINGS; f++) {
+        json_decref(a->counts[f]);
+        json_decref(a->reported[f]);
+    }
     pthread_mutex_destroy(&a->lock);
     free(a->identity);
     free(a);

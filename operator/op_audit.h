@@ -1,19 +1,30 @@
 /*
- * op_audit — makes the webhook's fail-open visible (DESIGN §4.4): pods of
- * opted-in workloads that were admitted without the webhook's
- * diagon.gke.io/injection annotation (the webhook was down, or the pod
- * predates the install) are counted per workload, exported as the gauge
- * mldiagnostics_operator_uninjected_pods{namespace,kind,name}, and
- * reported by a Warning Event on the workload whenever the count grows.
+ * op_audit — makes what the webhook could not do visible (DESIGN §4.4),
+ * per workload, as a gauge and a Warning Event on the workload whenever
+ * the count grows:
+ *
+ *  - pods of opted-in workloads admitted without the webhook's
+ *    diagon.gke.io/injection annotation (the webhook was down, or the pod
+ *    predates the install): mldiagnostics_operator_uninjected_pods,
+ *    event reason PodsNotInjected;
+ *  - injected pods whose diagon.gke.io/identifier / metadata lack a field
+ *    the google-cloud-mldiagnostics SDK requires (standalone webhook,
+ *    failed lookup; k8s_mlrun): the SDK will refuse to start a run in them.
+ *    mldiagnostics_operator_incomplete_identity_pods, reason
+ *    IncompleteIdentity, on the workload the identity names.
  *
  * Opted in, as the webhook decides (§3.3) from what the operator caches:
- * not opted out by the pod (label or annotation "false") or its workload,
- * and the pod's label or its JobSet / LeaderWorkerSet / RayJob's label is
- * "true". Namespace labels are not watched by the operator, so pods opted
- * in only through their namespace are not audited.
+ * not opted out by the pod (label or annotation "false") or its workload;
+ * and the pod's label, or its JobSet / LeaderWorkerSet / RayJob's label,
+ * or its namespace's label is "true" (namespaces labelled
+ * diagon-webhook-exempt=true are never injected, so never counted). The
+ * namespace label is read only once the optional namespaces cache has
+ * listed (RBAC may withhold it). Kinds the operator does not cache (Job,
+ * a RayCluster without RayJob) are not audited.
  *
- * Thread-safety: op_audit_scan from one thread at a time; the metric is
- * rendered from any thread.
+ * Thread-safety: op_audit_scan from one thread at a time; the metrics are
+ * rendered from any thread. Failure: op_audit_new returns NULL (out of
+ * memory); a failed event post is logged and retried when the count grows.
  */
 #ifndef OP_AUDIT_H
 #define OP_AUDIT_H
@@ -35,7 +46,9 @@ void op_audit_free(struct op_audit *a);
  * whose count grew since they were last reported. */
 void op_audit_scan(struct op_audit *a, bool post_events);
 
-/* Pods counted at the last scan (for tests and logs). */
+/* Pods counted at the last scan, uninjected and with an incomplete
+ * identity (for tests and logs). */
 size_t op_audit_total(struct op_audit *a);
+size_t op_audit_incomplete(struct op_audit *a);
 
 #endif

@@ -408,11 +408,10 @@ static bool claim(struct op_capture *c, struct run *run, const struct op_spec *s
     char **pods = calloc(t->n, sizeof(*pods)), **files = calloc(t->n, sizeof(*files));
     bool ok = pods && files;
     for (size_t i = 0; ok && i < t->n; i++) {
-        char file[300];
-        snprintf(file, sizeof(file), "%s", t->v[i].hostname);
-        for (char *p = file; *p; p++)
-            if (*p == ':')
-                *p = '_'; /* as the profiler names its file */
+        char host[320], file[320];
+        struct op_relay_target rt = {.pod = t->v[i].pod, .ip = t->v[i].ip};
+        op_relay_host_name(&rt, s->port, !c->d.cfg->disable_hostname_override, host, sizeof(host));
+        op_relay_file_stem(host, file, sizeof(file));
         ok = asprintf(&pods[i], "%s/%s", s->pod_namespace, t->v[i].pod) > 0 &&
              asprintf(&files[i], "%s/%s.xplane.pb", storage_root, file) > 0;
     }

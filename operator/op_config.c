@@ -46,7 +46,7 @@ static void flag_table(struct op_config *c, struct k8s_flag out[N_FLAGS])
         {"sidecar-timeout", K8S_FLAG_DURATION, &c->sidecar_timeout_ns,
          "ceiling for one capture end to end, Go duration (default 5m)", SEC, 48 * 3600 * SEC},
         {"disable-hostname-override", K8S_FLAG_BOOL, &c->disable_hostname_override,
-         "leave host_name empty: profilers name their files after their own host name"},
+         "host_name <podIP>:<port> as xprof's client sends, not the pod name"},
         {"kubeconfig", K8S_FLAG_STRING, &c->kubeconfig,
          "kubeconfig for out-of-cluster use (default in-cluster service account)"},
         {"namespace", K8S_FLAG_STRING, &c->namespace,

@@ -18,7 +18,7 @@
 
 #define MAX_WORKERS 64
 
-enum src_kind { SRC_CONNS, SRC_PODS, SRC_JOBSETS, SRC_RAYJOBS, SRC_LWS, N_SRC };
+enum src_kind { SRC_CONNS, SRC_PODS, SRC_JOBSETS, SRC_RAYJOBS, SRC_LWS, SRC_NAMESPACES, N_SRC };
 
 /* ---------- what each cache keeps ---------- */
 
@@ -28,8 +28,11 @@ static const struct k8s_json_filter pod_labels[] = {{"jobset.sigs.k8s.io/jobset-
                                                     {"ray.io/cluster", NULL},
                                                     {"managed-mldiagnostics-gke", NULL},
                                                     {NULL}};
-static const struct k8s_json_filter pod_annotations[] = {
-    {"diagon.gke.io/injection", NULL}, {"managed-mldiagnostics-gke", NULL}, {NULL}};
+static const struct k8s_json_filter pod_annotations[] = {{"diagon.gke.io/injection", NULL},
+                                                         {"diagon.gke.io/identifier", NULL},
+                                                         {"diagon.gke.io/metadata", NULL},
+                                                         {"managed-mldiagnostics-gke", NULL},
+                                                         {NULL}};
 static const struct k8s_json_filter pod_meta[] = {{"name", NULL},
                                                   {"namespace", NULL},
                                                   {"uid", NULL},
@@ -46,14 +49,23 @@ static const struct k8s_json_filter wl_meta[] = {{"name", NULL},        {"namesp
                                                  {"uid", NULL},         {"resourceVersion", NULL},
                                                  {"labels", opt_label}, {NULL}};
 static const struct k8s_json_filter wl_keep[] = {{"metadata", wl_meta}, {NULL}};
+static const struct k8s_json_filter ns_labels[] = {
+    {"managed-mldiagnostics-gke", NULL}, {"diagon-webhook-exempt", NULL}, {NULL}};
+static const struct k8s_json_filter ns_meta[] = {
+    {"name", NULL}, {"resourceVersion", NULL}, {"labels", ns_labels}, {NULL}};
+static const struct k8s_json_filter ns_keep[] = {{"metadata", ns_meta}, {NULL}};
 static const struct k8s_json_filter rayjob_status[] = {{"rayClusterName", NULL}, {NULL}};
 static const struct k8s_json_filter rayjob_keep[] = {
     {"metadata", wl_meta}, {"status", rayjob_status}, {NULL}};
 
+/* optional: read by the audit only, never waited for (the namespace
+ * label opt-in of §3.3; a cluster whose RBAC withholds namespaces still
+ * gets ready, its audit just cannot see that opt-in) */
 static const struct {
     const char *resource, *prefix, *plural;
     bool metadata_only;
     const struct k8s_json_filter *filter;
+    bool cluster_scoped, optional;
 } sources[N_SRC] = {
     [SRC_CONNS] = {"mldiagnosticsconnections.diagon.gke.io", "/apis/" OP_GROUP_VERSION, OP_PLURAL,
                    false, NULL},
@@ -63,11 +75,13 @@ static const struct {
     [SRC_RAYJOBS] = {"rayjobs.ray.io", "/apis/ray.io/v1", "rayjobs", false, rayjob_keep},
     [SRC_LWS] = {"leaderworkersets.leaderworkerset.x-k8s.io", "/apis/leaderworkerset.x-k8s.io/v1",
                  "leaderworkersets", true, wl_keep},
+    [SRC_NAMESPACES] = {"namespaces", "/api/v1", "namespaces", true, ns_keep, true, true},
 };
 
 struct source {
     struct op_controller *ctl;
     enum src_kind kind;
+    bool failed_once; /* an optional source's failure was logged */
     char path[512];
     struct k8s_store *store;
     struct k8s_watch *watch;
@@ -102,6 +116,8 @@ static void stores_now(void *ud, struct op_stores *out)
         .jobsets = c->src[SRC_JOBSETS].store,
         .rayjobs = c->src[SRC_RAYJOBS].store,
         .lws = c->src[SRC_LWS].store,
+        .namespaces =
+            k8s_watch_synced(c->src[SRC_NAMESPACES].watch) ? c->src[SRC_NAMESPACES].store : NULL,
         .jobsets_absent = k8s_watch_absent(c->src[SRC_JOBSETS].watch),
         .rayjobs_absent = k8s_watch_absent(c->src[SRC_RAYJOBS].watch),
         .lws_absent = k8s_watch_absent(c->src[SRC_LWS].watch),
@@ -145,6 +161,8 @@ static void on_changed(void *ud, enum k8s_watch_event_type ev, const json_t *obj
 static void on_listed(void *ud)
 {
     struct source *src = ud;
+    if (sources[src->kind].optional)
+        return; /* nothing of a capture depends on it */
     struct enqueue_scan s = {src->ctl->queue, NULL};
     k8s_store_each(src->ctl->src[SRC_CONNS].store, enqueue_unfinished, &s);
 }
@@ -164,7 +182,14 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
                      json_pack("{s:s}", "resource", res));
         break;
     case K8S_WATCH_FAILED:
-        k8s_log_json(K8S_LOG_WARN, "watch failed; retrying",
+        if (sources[src->kind].optional && src->failed_once)
+            break; /* said once: what the audit cannot see until it can be read */
+        src->failed_once = sources[src->kind].optional;
+        k8s_log_json(K8S_LOG_WARN,
+                     sources[src->kind].optional
+                         ? "cannot read namespaces; retrying (the audit skips namespace-label "
+                           "opt-ins until then)"
+                         : "watch failed; retrying",
                      json_pack("{s:s, s:s}", "resource", res, "error", err ? err->message : ""));
         break;
     case K8S_WATCH_RELISTING:
@@ -260,7 +285,7 @@ static int start_source(struct op_controller *c, enum src_kind k, struct k8s_err
     struct source *s = &c->src[k];
     s->ctl = c;
     s->kind = k;
-    const char *ns = c->cfg->namespace;
+    const char *ns = sources[k].cluster_scoped ? "" : c->cfg->namespace;
     if (*ns)
         snprintf(s->path, sizeof(s->path), "%s/namespaces/%s/%s", sources[k].prefix, ns,
                  sources[k].plural);
@@ -321,7 +346,7 @@ bool op_controller_synced(void *ctl, char *why, size_t cap)
 {
     struct op_controller *c = ctl;
     for (int k = 0; k < N_SRC; k++)
-        if (!k8s_watch_synced(c->src[k].watch)) {
+        if (!sources[k].optional && !k8s_watch_synced(c->src[k].watch)) {
             if (why)
                 snprintf(why, cap, "waiting for the %s cache", sources[k].resource);
             return false;

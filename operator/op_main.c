@@ -1,7 +1,8 @@
 /*
  * mldiagnostics-operator — entry point: flags, the API client, the
  * controller, leader election, the probe and metrics listeners, signals
- * and the exit code. Logs at the edge.
+ * and the exit code; `selftest` (the chart's helm test) and `version`.
+ * Logs at the edge.
  *
  * Lifecycle: watches start at once on every replica (readiness = caches
  * synced); the replica that leads (always, without --leader-elect)
@@ -25,6 +26,7 @@
 #include "op_controller.h"
 #include "op_http.h"
 #include "op_lease.h"
+#include "op_selftest.h"
 
 enum { LEASE_NONE, LEASE_HELD, LEASE_LOST };
 
@@ -52,6 +54,7 @@ static double leader_now(void *ud)
 static void usage(const struct op_config *cfg)
 {
     printf("Usage: mldiagnostics-operator [flags]\n"
+           "       mldiagnostics-operator selftest [--namespace N] [--deployment D]\n"
            "       mldiagnostics-operator version\n\n"
            "The ML Diagnostics connection operator: relays on-demand profile captures\n"
            "(MLDiagnosticsConnection resources) to the JAX profiler servers in training pods.\n\n"
@@ -153,6 +156,8 @@ int main(int argc, char **argv)
         printf("mldiagnostics-operator %s\n", MLD_VERSION);
         return 0;
     }
+    if (argc > 1 && !strcmp(argv[1], "selftest"))
+        return op_selftest_main(argc, argv, 2);
     struct op_config cfg;
     op_config_init(&cfg);
     int r = parse(&cfg, argc, argv);

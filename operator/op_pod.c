@@ -1,10 +1,16 @@
 #include "op_pod.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_mlrun.h"
 
-#define OPT_KEY "managed-mldiagnostics-gke"
+#define OPT_KEY      "managed-mldiagnostics-gke"
+#define A_INJECTION  "diagon.gke.io/injection"
+#define A_IDENTIFIER "diagon.gke.io/identifier"
+#define A_METADATA   "diagon.gke.io/metadata"
 
 enum {
     F_NAME,
@@ -18,6 +24,9 @@ enum {
     F_OPT_L,
     F_OPT_A,
     F_FLAGS,
+    F_ID_KIND,
+    F_ID_NAME,
+    F_ID_MISSING,
     N_FIELDS
 };
 
@@ -25,6 +34,24 @@ static const char *at(const json_t *o, const char *a, const char *b)
 {
     const char *v = json_string_value(json_object_get(json_object_get(o, a), b));
     return v ? v : "";
+}
+
+/* The workload an injected pod's identity names, and what it lacks. */
+struct identity {
+    char kind[64], name[256], missing[16];
+};
+
+static void identity_of(const json_t *annotations, struct identity *id)
+{
+    const char *ident = json_string_value(json_object_get(annotations, A_IDENTIFIER));
+    const char *meta = json_string_value(json_object_get(annotations, A_METADATA));
+    json_t *o = ident ? json_loads(ident, 0, NULL) : NULL;
+    const char *kind = json_string_value(json_object_get(o, "metadata.kind"));
+    const char *name = json_string_value(json_object_get(o, "metadata.name"));
+    snprintf(id->kind, sizeof(id->kind), "%s", kind ? kind : "");
+    snprintf(id->name, sizeof(id->name), "%s", name ? name : "");
+    snprintf(id->missing, sizeof(id->missing), "%u", k8s_mlrun_missing(ident, meta));
+    json_decref(o);
 }
 
 json_t *op_pod_pack(json_t *pod)
@@ -35,8 +62,13 @@ json_t *op_pod_pack(json_t *pod)
     const char *name = json_string_value(json_object_get(meta, "name"));
     if (!name || !*name)
         return NULL;
-    char flags[3] = {json_object_get(annotations, "diagon.gke.io/injection") ? 'i' : '-',
-                     json_object_get(meta, "deletionTimestamp") ? 'd' : '-', '\0'};
+    bool injected = json_object_get(annotations, A_INJECTION) != NULL;
+    struct identity id = {"", "", "0"};
+    if (injected &&
+        (json_object_get(annotations, A_IDENTIFIER) || json_object_get(annotations, A_METADATA)))
+        identity_of(annotations, &id); /* what it says; nothing said, nothing to judge */
+    char flags[3] = {injected ? 'i' : '-', json_object_get(meta, "deletionTimestamp") ? 'd' : '-',
+                     '\0'};
     const char *f[N_FIELDS] = {
         [F_NAME] = name,
         [F_NS] = at(pod, "metadata", "namespace"),
@@ -49,6 +81,9 @@ json_t *op_pod_pack(json_t *pod)
         [F_OPT_L] = json_string_value(json_object_get(labels, OPT_KEY)),
         [F_OPT_A] = json_string_value(json_object_get(annotations, OPT_KEY)),
         [F_FLAGS] = flags,
+        [F_ID_KIND] = id.kind,
+        [F_ID_NAME] = id.name,
+        [F_ID_MISSING] = id.missing,
     };
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 16);
@@ -83,6 +118,9 @@ bool op_pod_view(const json_t *packed, struct op_pod *out)
         .opt_annotation = f[F_OPT_A],
         .injected = f[F_FLAGS][0] == 'i',
         .deleting = f[F_FLAGS][0] && f[F_FLAGS][1] == 'd',
+        .id_kind = f[F_ID_KIND],
+        .id_name = f[F_ID_NAME],
+        .id_missing = (unsigned)strtoul(f[F_ID_MISSING], NULL, 10),
     };
     return true;
 }

@@ -3,6 +3,8 @@
  * pod, one string holding only the fields targeting and auditing read
  * (k8s_store's transform), instead of a tree of JSON values: about 200
  * bytes a pod instead of kilobytes, so 10,000 cached pods fit in a few MiB.
+ * The pod's cached annotations must include diagon.gke.io/identifier and
+ * diagon.gke.io/metadata for id_* to be known.
  *
  * Thread-safety: reentrant. A view borrows from the packed value it was
  * made from (hold a reference while using it).
@@ -19,6 +21,11 @@ struct op_pod {
     const char *opt_label, *opt_annotation; /* managed-mldiagnostics-gke */
     bool injected;                          /* has diagon.gke.io/injection */
     bool deleting;                          /* deletionTimestamp set */
+    /* injected pods with diagon.gke.io/identifier or metadata annotations:
+     * what they say ("" when absent) and lack (k8s_mlrun field bits: the
+     * google-cloud-mldiagnostics SDK refuses to start without them) */
+    const char *id_kind, *id_name;
+    unsigned id_missing;
 };
 
 /* k8s_store transform: the packed form of a pod object (borrowed), a new

@@ -199,15 +199,36 @@ static int start_attempt(struct op_relay *r, struct host *h, int64_t now)
     return k8s_curl.multi_add_handle(r->multi, c) == CURLM_OK ? 0 : -K8S_ENOMEM;
 }
 
+const char *op_relay_host_name(const struct op_relay_target *t, int port, bool override, char *buf,
+                               size_t cap)
+{
+    bool v6 = strchr(t->ip, ':') != NULL;
+    if (override)
+        snprintf(buf, cap, "%s", t->pod);
+    else
+        snprintf(buf, cap, "%s%s%s:%d", v6 ? "[" : "", t->ip, v6 ? "]" : "", port);
+    return buf;
+}
+
+void op_relay_file_stem(const char *host_name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", host_name);
+    for (char *p = buf; *p; p++)
+        if (*p == ':')
+            *p = '_';
+}
+
 static int setup_host(struct host *h, const struct op_batch_spec *s, size_t i)
 {
     const struct op_relay_target *t = &s->targets[i];
+    char host_name[320];
     struct op_profile_request rq = {
         .duration_ms = s->duration_ms,
         .start_timestamp_ns = s->start_timestamp_ns,
         .repository_root = s->repository_root,
         .session_id = s->session_id,
-        .host_name = s->host_name_override ? t->pod : NULL,
+        .host_name =
+            op_relay_host_name(t, s->port, s->host_name_override, host_name, sizeof(host_name)),
     };
     k8s_buf_init(&h->req, 1 << 20);
     k8s_buf_init(&h->reply, MAX_REPLY);

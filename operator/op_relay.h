@@ -44,7 +44,7 @@ struct op_batch_spec {
     uint64_t start_timestamp_ns; /* common start, unix ns; 0 = at once */
     const char *repository_root;
     const char *session_id;
-    bool host_name_override; /* false: host_name left empty */
+    bool host_name_override; /* false: host_name "<ip>:<port>" (op_relay_host_name) */
     int64_t deadline_ms;     /* grpc-timeout of the first attempt; the batch's budget */
     int max_retries;
 };
@@ -65,6 +65,17 @@ typedef void (*op_batch_done_fn)(void *ud, uint64_t id, const struct op_host_res
 struct op_relay;
 
 /* Start the relay thread (loads libcurl). -K8S_EIO / -K8S_ENOMEM. */
+/* The host_name a Profile request carries for t, written into buf: the pod
+ * name, or without the override "<ip>:<port>" as xprof's own client names
+ * hosts. The profiler names its file after it, so it is never empty: JAX's
+ * server (0.10) writes "<root>/<session>/<host_name>.xplane.pb" verbatim,
+ * and an empty name would make every host write the same ".xplane.pb". */
+const char *op_relay_host_name(const struct op_relay_target *t, int port, bool override, char *buf,
+                               size_t cap);
+
+/* The file a profiler writes for host_name: its ':' become '_'. */
+void op_relay_file_stem(const char *host_name, char *buf, size_t cap);
+
 int op_relay_new(struct op_relay **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 /* Cancel every batch (done callbacks run, with CANCELLED), stop, free.

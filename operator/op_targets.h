@@ -25,6 +25,7 @@
  * CRD), has no objects. */
 struct op_stores {
     struct k8s_store *pods, *jobsets, *rayjobs, *lws;
+    struct k8s_store *namespaces; /* NULL until listed (the audit's; optional) */
     bool jobsets_absent, rayjobs_absent, lws_absent;
 };
 

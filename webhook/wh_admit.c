@@ -33,6 +33,15 @@ void wh_admit_init(struct wh_admit_ctx *ctx, const struct wh_config *cfg,
         k8s_metrics_histogram(m, "mldiagnostics_webhook_request_duration_seconds",
                               "Time from request arrival to response, sub-millisecond buckets.",
                               NULL, k8s_metrics_latency_buckets, k8s_metrics_latency_nbuckets);
+    for (int f = 0; f < K8S_MLRUN_NFIELDS; f++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "field=\"%s\"", k8s_mlrun_fields[f].key);
+        ctx->incomplete[f] = k8s_metrics_counter(
+            m, "mldiagnostics_webhook_incomplete_identity_total",
+            "Pods injected with an identity that lacks a field the google-cloud-mldiagnostics "
+            "SDK requires (it refuses to start a run), by field.",
+            labels);
+    }
 }
 
 int wh_admit_text(int status, const char *line, enum wh_outcome outcome,
@@ -53,6 +62,14 @@ static void account(const struct wh_admit_ctx *ctx, enum wh_outcome o, int64_t s
 {
     k8s_metric_add(ctx->outcomes[o], 1);
     k8s_metric_observe_ns(ctx->latency, k8s_mono_ns() - start_ns);
+}
+
+static void account_identity(const struct wh_admit_ctx *ctx, const struct wh_mutate_out *mo,
+                             enum wh_outcome o)
+{
+    for (int f = 0; o == WH_OUT_INJECTED && f < K8S_MLRUN_NFIELDS; f++)
+        if (mo->missing & (1u << f))
+            k8s_metric_add(ctx->incomplete[f], 1);
 }
 
 void wh_admit_note(const struct wh_admit_ctx *ctx, enum wh_outcome outcome, const char *reason,
@@ -182,6 +199,7 @@ static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, i
         snprintf(mo.reason, sizeof(mo.reason), "internal error: %s", k8s_strerror(r));
     r = respond(&rv, &mo, o, ret);
     account(ctx, o, start_ns);
+    account_identity(ctx, &mo, o);
     log_decision(&rv, &mo, o, start_ns);
     /* built here, in the request's arena, from nothing but its own values:
      * their memory returns with the arena, without walking the trees */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "k8s_metrics.h"
+#include "k8s_mlrun.h"
 #include "wh_config.h"
 #include "wh_lookup.h"
 
@@ -35,6 +36,7 @@ struct wh_admit_ctx {
     const struct wh_lookup *lookup; /* NULL: standalone */
     struct k8s_metric *outcomes[WH_OUT_COUNT];
     struct k8s_metric *latency;
+    struct k8s_metric *incomplete[K8S_MLRUN_NFIELDS]; /* injected pods lacking each field */
 };
 
 struct wh_admit_result {

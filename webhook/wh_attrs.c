@@ -24,10 +24,13 @@ void wh_attrs_done(struct wh_attrs *a)
     memset(a, 0, sizeof(*a));
 }
 
-static bool baggage_octet(unsigned char c)
+/* Written as it is: a W3C baggage value octet, except the three that
+ * would change what the process reads ('%', '=', '$'). */
+static bool plain_octet(unsigned char c)
 {
-    return c == 0x21 || (c >= 0x23 && c <= 0x2B) || (c >= 0x2D && c <= 0x3A) ||
-           (c >= 0x3C && c <= 0x5B) || (c >= 0x5D && c <= 0x7E);
+    bool baggage = c == 0x21 || (c >= 0x23 && c <= 0x2B) || (c >= 0x2D && c <= 0x3A) ||
+                   (c >= 0x3C && c <= 0x5B) || (c >= 0x5D && c <= 0x7E);
+    return baggage && c != '%' && c != '=' && c != '$';
 }
 
 int wh_attrs_encode(const char *v, struct k8s_buf *out)
@@ -35,24 +38,15 @@ int wh_attrs_encode(const char *v, struct k8s_buf *out)
     static const char hex[] = "0123456789ABCDEF";
     int r = 0;
     for (const unsigned char *p = (const unsigned char *)v; *p && r == 0; p++) {
-        if (*p == '%' && isxdigit(p[1]) && isxdigit(p[2]))
-            r = k8s_buf_append(out, p, 1); /* already an escape */
-        else if (*p != '%' && baggage_octet(*p))
-            r = k8s_buf_append(out, p, 1);
-        else
-            r = k8s_buf_append(out, (char[]){'%', hex[*p >> 4], hex[*p & 15]}, 3);
+        const unsigned char *run = p; /* a run of plain octets in one append */
+        while (plain_octet(*p))
+            p++;
+        r = p > run ? k8s_buf_append(out, run, (size_t)(p - run)) : 0;
+        if (!*p)
+            break;
+        r = r ? r : k8s_buf_append(out, (char[]){'%', hex[*p >> 4], hex[*p & 15]}, 3);
     }
     return r;
-}
-
-bool wh_attrs_valid_key(const char *key)
-{
-    if (!*key)
-        return false;
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        if (!baggage_octet(*p) || *p == '=')
-            return false;
-    return true;
 }
 
 static struct wh_attr *find(const struct wh_attrs *a, const char *key)
@@ -78,37 +72,56 @@ bool wh_attrs_has_prefix(const struct wh_attrs *a, const char *prefix)
     return false;
 }
 
-int wh_attrs_set(struct wh_attrs *a, const char *key, const char *value)
+/* Store key=value (both taken: freed on failure). */
+static int store(struct wh_attrs *a, char *key, char *value)
+{
+    struct wh_attr *kv = key && value ? find(a, key) : NULL;
+    if (kv) {
+        free(key);
+        free(kv->value);
+        kv->value = value;
+        return 0;
+    }
+    if (key && value && a->n == a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 16;
+        struct wh_attr *p = realloc(a->kv, cap * sizeof(*p));
+        if (p) {
+            a->kv = p;
+            a->cap = cap;
+        }
+    }
+    if (!key || !value || a->n == a->cap) {
+        free(key);
+        free(value);
+        return -K8S_ENOMEM;
+    }
+    a->kv[a->n++] = (struct wh_attr){key, value};
+    return 0;
+}
+
+static char *encoded(const char *s)
 {
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 20);
-    if (wh_attrs_encode(value, &b) < 0)
-        return -K8S_ENOMEM;
-    char *enc = k8s_buf_take(&b, NULL);
-    if (!enc)
-        return -K8S_ENOMEM;
-    struct wh_attr *kv = find(a, key);
-    if (kv) {
-        free(kv->value);
-        kv->value = enc;
-        return 0;
-    }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        struct wh_attr *p = realloc(a->kv, cap * sizeof(*p));
-        if (!p)
-            goto out_free_enc;
-        a->kv = p;
-        a->cap = cap;
-    }
-    char *k = strdup(key);
-    if (!k)
-        goto out_free_enc;
-    a->kv[a->n++] = (struct wh_attr){k, enc};
-    return 0;
-out_free_enc:
-    free(enc);
-    return -K8S_ENOMEM;
+    return wh_attrs_encode(s, &b) < 0 ? NULL : k8s_buf_take(&b, NULL);
+}
+
+int wh_attrs_set(struct wh_attrs *a, const char *key, const char *value)
+{
+    return store(a, encoded(key), encoded(value));
+}
+
+int wh_attrs_put(struct wh_attrs *a, const char *key, const char *value)
+{
+    return store(a, strdup(key), strdup(value));
+}
+
+int wh_attrs_set_ref(struct wh_attrs *a, const char *key, const char *var)
+{
+    char *ref = NULL;
+    if (asprintf(&ref, "$(%s)", var) < 0)
+        ref = NULL;
+    return store(a, encoded(key), ref);
 }
 
 static char *trim(char *s)
@@ -121,7 +134,8 @@ static char *trim(char *s)
     return s;
 }
 
-int wh_attrs_parse(struct wh_attrs *a, const char *s, const char *where, json_t *warnings)
+/* Every item of "k=v,...": literal text to encode, or (user) as written. */
+static int parse(struct wh_attrs *a, const char *s, bool user, const char *where, json_t *warnings)
 {
     char *copy = strdup(s), *save = NULL;
     if (!copy)
@@ -135,15 +149,25 @@ int wh_attrs_parse(struct wh_attrs *a, const char *s, const char *where, json_t 
         if (eq)
             *eq = '\0';
         char *key = trim(item);
-        if (!eq || !wh_attrs_valid_key(key)) {
+        if ((!eq || !*key) && !user)
             wh_warnf(warnings, "%s: resource attribute \"%.40s\" ignored (want key=value)", where,
                      key);
+        if (!eq || !*key)
             continue;
-        }
-        r = wh_attrs_set(a, key, trim(eq + 1));
+        r = user ? wh_attrs_put(a, key, trim(eq + 1)) : wh_attrs_set(a, key, trim(eq + 1));
     }
     free(copy);
     return r;
+}
+
+int wh_attrs_parse(struct wh_attrs *a, const char *s, const char *where, json_t *warnings)
+{
+    return parse(a, s, false, where, warnings);
+}
+
+int wh_attrs_parse_user(struct wh_attrs *a, const char *s)
+{
+    return parse(a, s, true, NULL, NULL);
 }
 
 char *wh_attrs_format(const struct wh_attrs *a)
@@ -163,7 +187,7 @@ char *wh_attrs_merge_into(const char *user, const struct wh_attrs *ours)
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 20);
     char *out = NULL;
-    if (wh_attrs_parse(&theirs, user, "", NULL) < 0)
+    if (wh_attrs_parse_user(&theirs, user) < 0)
         goto out_done;
     size_t ulen = strlen(user);
     while (ulen > 0 && (user[ulen - 1] == ',' || isspace((unsigned char)user[ulen - 1])))

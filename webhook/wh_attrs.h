@@ -1,16 +1,21 @@
 /*
  * wh_attrs — OpenTelemetry resource attributes in the
  * OTEL_RESOURCE_ATTRIBUTES form "k1=v1,k2=v2": parse, set with
- * precedence, percent-encode values as the OTel specification requires,
- * and merge into a value the user already set (user keys win).
+ * precedence, percent-encode what we write (DESIGN §3.5), and merge into a
+ * value the user already set (user keys win, user pairs kept as written).
  *
- * Values are stored encoded. Encoding keeps "$(VAR)" references and
- * existing %XX escapes intact, and escapes everything outside the W3C
- * baggage value octets (space, '"', ',', ';', '\\', controls, non-ASCII)
- * and lone '%', so encoding is idempotent.
+ * Keys and values are stored in the form written into the variable. What
+ * we write is text that must reach the process literally, so the encoder
+ * escapes every octet outside the W3C baggage value octets (space, '"',
+ * ',', ';', '\\', controls, DEL, non-ASCII) and also '%' (so input that
+ * looks encoded stays what it was), '=' (older opentelemetry-python splits
+ * on every '=') and '$' (so the kubelet expands no "$(VAR)" of an
+ * annotation). The only references we write are our own
+ * $(OTEL_RESOURCE_ATTRIBUTES_*), through wh_attrs_set_ref.
  *
  * Thread-safety: a struct wh_attrs belongs to one thread. Ownership: the
  * struct owns its strings; wh_attrs_done releases them (NULL-safe).
+ * Failure: -K8S_ENOMEM (the set is left as it was).
  */
 #ifndef WH_ATTRS_H
 #define WH_ATTRS_H
@@ -23,8 +28,8 @@
 #include "k8s_err.h"
 
 struct wh_attr {
-    char *key;
-    char *value; /* encoded */
+    char *key;   /* as written into the variable */
+    char *value; /* as written into the variable */
 };
 
 struct wh_attrs {
@@ -35,17 +40,30 @@ struct wh_attrs {
 void wh_attrs_init(struct wh_attrs *a);
 void wh_attrs_done(struct wh_attrs *a);
 
-/* Set key to value (encoding it); replaces an existing key in place. */
+/* Set key to value, both literal text (encoded here); an existing key is
+ * replaced in place. */
 int wh_attrs_set(struct wh_attrs *a, const char *key, const char *value) K8S_MUST_CHECK;
-/* Encoded value of key (borrowed), or NULL. */
+/* Set key to the reference "$(var)" (written as it is: the kubelet
+ * expands it). For our own OTEL_RESOURCE_ATTRIBUTES_* variables only. */
+int wh_attrs_set_ref(struct wh_attrs *a, const char *key, const char *var) K8S_MUST_CHECK;
+/* Set key to value, both already in written form (copied as they are). */
+int wh_attrs_put(struct wh_attrs *a, const char *key, const char *value) K8S_MUST_CHECK;
+
+/* Written value of key (borrowed), or NULL. key in written form. */
 const char *wh_attrs_get(const struct wh_attrs *a, const char *key);
 bool wh_attrs_has_prefix(const struct wh_attrs *a, const char *prefix);
 
-/* Parse "k=v,..." and set every pair (later pairs and later calls win).
- * Malformed items (no '=', empty or invalid key) are skipped and named in
- * `warnings` (an array, may be NULL) with `where` as context. */
+/* Parse annotation text "k=v,..." (literal text, split at ',' and at the
+ * first '=' of each item, items trimmed) and set every pair, encoded
+ * (later pairs and later calls win). Items without '=' or with an empty
+ * key are skipped and named in `warnings` (an array, may be NULL) with
+ * `where` as context. */
 int wh_attrs_parse(struct wh_attrs *a, const char *s, const char *where,
                    json_t *warnings) K8S_MUST_CHECK;
+
+/* Read a user's OTEL_RESOURCE_ATTRIBUTES value: every "k=v" item, trimmed,
+ * kept as written (later pairs win); other items are ignored. */
+int wh_attrs_parse_user(struct wh_attrs *a, const char *s) K8S_MUST_CHECK;
 
 /* "k1=v1,k2=v2" in insertion order. New string (free()), NULL on OOM. */
 char *wh_attrs_format(const struct wh_attrs *a);
@@ -54,10 +72,7 @@ char *wh_attrs_format(const struct wh_attrs *a);
  * user did not set. New string (free()), NULL on OOM. */
 char *wh_attrs_merge_into(const char *user, const struct wh_attrs *ours);
 
-/* Append the encoded form of v to out. */
+/* Append the encoded form of the literal text v to out. */
 int wh_attrs_encode(const char *v, struct k8s_buf *out) K8S_MUST_CHECK;
-
-/* true when key is acceptable as a resource attribute key. */
-bool wh_attrs_valid_key(const char *key);
 
 #endif

@@ -405,14 +405,9 @@ int wh_certgen_main(int argc, char **argv, int argi)
             fprintf(stderr, "mldiagnostics-webhook certgen: %s (see --help)\n", err.message);
         return r > 0 ? 0 : 2;
     }
-    struct k8s_config kc;
     struct k8s_client *client = NULL;
     struct wh_certgen_result res;
-    r = k8s_config_load(kubeconfig, &kc, &err);
-    if (r == 0) {
-        r = k8s_client_new(&kc, &client, &err);
-        k8s_config_done(&kc);
-    }
+    r = k8s_client_open(kubeconfig, &client, &err);
     if (r == 0)
         r = wh_certgen_run(client, &o, time(NULL), &res, &err);
     k8s_client_free(client);

@@ -34,14 +34,110 @@ bool wh_env_references(const char *value, const char *name)
     return false;
 }
 
-static int add_var(struct wh_envset *s, const char *name, const char *value, const char *field_path)
+/* ---------- the table ---------- */
+
+enum { SIG_METRICS = 1, SIG_TRACES = 2, SIG_ALL = SIG_METRICS | SIG_TRACES };
+
+struct build {
+    const struct wh_config *cfg;
+    const struct wh_identity *id;
+    const char *service_name;
+    const char *attrs; /* our OTEL_RESOURCE_ATTRIBUTES value */
+};
+
+static char *identifier_value(const struct build *b)
 {
-    struct wh_env_var *v = &s->v[s->n++];
-    v->name = name;
-    v->field_path = field_path;
-    v->value = value ? strdup(value) : NULL;
-    return value && !v->value ? -K8S_ENOMEM : 0;
+    return strdup(b->id->identifier);
 }
+
+static char *metadata_value(const struct build *b)
+{
+    return strdup(b->id->metadata);
+}
+
+static char *collector_name(const struct build *b)
+{
+    return strdup(b->cfg->otel_collector_name);
+}
+
+static char *collector_namespace(const struct build *b)
+{
+    return strdup(b->cfg->otel_collector_namespace);
+}
+
+static char *endpoint(const struct build *b);
+
+static char *insecure(const struct build *b)
+{
+    (void)b;
+    return strdup("true"); /* the collector on 4317 speaks plaintext gRPC */
+}
+
+static char *service_name(const struct build *b)
+{
+    return strdup(b->service_name);
+}
+
+static char *attributes(const struct build *b)
+{
+    return strdup(b->attrs);
+}
+
+/* One row per injected variable (DESIGN §3.5), in dependency order. */
+static const struct row {
+    const char *name;
+    char *(*value)(const struct build *b); /* new string; NULL: a fieldRef */
+    const char *field_path;                /* downward-API fieldRef */
+    unsigned signal;                       /* the OTLP signal it configures */
+} rows[] = {
+    [WH_ENV_IDENTIFIER] = {"GKE_DIAGON_IDENTIFIER", identifier_value},
+    [WH_ENV_METADATA] = {"GKE_DIAGON_METADATA", metadata_value},
+    [WH_ENV_POD_NAME] = {"OTEL_RESOURCE_ATTRIBUTES_POD_NAME", NULL, "metadata.name"},
+    [WH_ENV_POD_UID] = {"OTEL_RESOURCE_ATTRIBUTES_POD_UID", NULL, "metadata.uid"},
+    [WH_ENV_NODE_NAME] = {"OTEL_RESOURCE_ATTRIBUTES_NODE_NAME", NULL, "spec.nodeName"},
+    [WH_ENV_COLLECTOR_NAME] = {"OTEL_COLLECTOR_NAME", collector_name},
+    [WH_ENV_COLLECTOR_NAMESPACE] = {"OTEL_COLLECTOR_NAMESPACE", collector_namespace},
+    [WH_ENV_METRICS_ENDPOINT] = {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL,
+                                 SIG_METRICS},
+    [WH_ENV_TRACES_ENDPOINT] = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL, SIG_TRACES},
+    [WH_ENV_METRICS_INSECURE] = {"OTEL_EXPORTER_OTLP_METRICS_INSECURE", insecure, NULL,
+                                 SIG_METRICS},
+    [WH_ENV_TRACES_INSECURE] = {"OTEL_EXPORTER_OTLP_TRACES_INSECURE", insecure, NULL, SIG_TRACES},
+    [WH_ENV_SERVICE_NAME] = {"OTEL_SERVICE_NAME", service_name},
+    [WH_ENV_RESOURCE_ATTRIBUTES] = {ATTRS_VAR, attributes},
+};
+
+_Static_assert(sizeof(rows) / sizeof(rows[0]) == WH_ENV_COUNT, "one row per enum wh_env_id");
+
+static char *endpoint(const struct build *b)
+{
+    char *v = NULL;
+    if (asprintf(&v, "$(%s).$(%s).svc.%s:4317", rows[WH_ENV_COLLECTOR_NAME].name,
+                 rows[WH_ENV_COLLECTOR_NAMESPACE].name, b->cfg->cluster_domain) < 0)
+        return NULL;
+    return v;
+}
+
+/* The user's settings that take precedence over a signal's endpoint and
+ * insecure variables (the OTel spec's exporter configuration). */
+static const struct {
+    const char *name;
+    unsigned signals;
+} user_otlp[] = {
+    {"OTEL_EXPORTER_OTLP_ENDPOINT", SIG_ALL},
+    {"OTEL_EXPORTER_OTLP_PROTOCOL", SIG_ALL},
+    {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", SIG_METRICS},
+    {"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", SIG_METRICS},
+    {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", SIG_TRACES},
+    {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", SIG_TRACES},
+};
+
+const char *wh_env_name(enum wh_env_id id)
+{
+    return id < WH_ENV_COUNT ? rows[id].name : NULL;
+}
+
+/* ---------- the set ---------- */
 
 /* Our OTEL_RESOURCE_ATTRIBUTES: our attributes, plus rl.run.id when an
  * rl.* key is present without one (RL metrics and the ML run share an id). */
@@ -58,29 +154,27 @@ static char *default_attrs_value(const struct wh_envset *set)
     return w;
 }
 
+static int add_row(struct wh_envset *s, enum wh_env_id id, const struct build *b)
+{
+    const struct row *row = &rows[id];
+    struct wh_env_var *v = &s->v[s->n++];
+    *v = (struct wh_env_var){id, row->name, row->value ? row->value(b) : NULL, row->field_path};
+    return row->value && !v->value ? -K8S_ENOMEM : 0;
+}
+
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
                     const struct wh_identity *id, const char *service_name, struct wh_attrs *attrs)
 {
     memset(set, 0, sizeof(*set));
-    char endpoint[600];
-    snprintf(endpoint, sizeof(endpoint),
-             "$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc.%s:4317", cfg->cluster_domain);
     set->attrs = *attrs;
     wh_attrs_init(attrs);
     snprintf(set->run_id, sizeof(set->run_id), "%s", id->run_id);
     char *attr_value = default_attrs_value(set);
+    struct build b = {cfg, id, service_name, attr_value};
     int r = attr_value ? 0 : -K8S_ENOMEM;
-    r = r ? r : add_var(set, "GKE_DIAGON_IDENTIFIER", id->identifier, NULL);
-    r = r ? r : add_var(set, "GKE_DIAGON_METADATA", id->metadata, NULL);
-    r = r ? r : add_var(set, "OTEL_RESOURCE_ATTRIBUTES_POD_NAME", NULL, "metadata.name");
-    r = r ? r : add_var(set, "OTEL_RESOURCE_ATTRIBUTES_POD_UID", NULL, "metadata.uid");
-    r = r ? r : add_var(set, "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME", NULL, "spec.nodeName");
-    r = r ? r : add_var(set, "OTEL_COLLECTOR_NAME", cfg->otel_collector_name, NULL);
-    r = r ? r : add_var(set, "OTEL_COLLECTOR_NAMESPACE", cfg->otel_collector_namespace, NULL);
-    r = r ? r : add_var(set, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL);
-    r = r ? r : add_var(set, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL);
-    r = r ? r : add_var(set, "OTEL_SERVICE_NAME", service_name, NULL);
-    r = r ? r : add_var(set, ATTRS_VAR, attr_value, NULL);
+    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++)
+        if (j != WH_ENV_SERVICE_NAME || service_name)
+            r = add_row(set, (enum wh_env_id)j, &b);
     free(attr_value);
     if (r < 0)
         wh_envset_done(set);
@@ -140,12 +234,14 @@ struct plan {
     const struct wh_envset *set;
     struct entry *user; /* the container's env, possibly with a merged value */
     size_t n_user;
-    size_t slot[WH_ENV_MAX]; /* insert before user[slot]; n_user = at the end; SIZE_MAX = present */
+    size_t slot[WH_ENV_COUNT];  /* insert before user[slot]; n_user = at the end; SIZE_MAX = not */
+    bool present[WH_ENV_COUNT]; /* the container sets it already */
+    bool skip[WH_ENV_COUNT];    /* the user's own settings take precedence */
     /* names our variable j references, parsed once */
-    const char *ref_name[WH_ENV_MAX][WH_REFS_MAX];
-    size_t ref_len[WH_ENV_MAX][WH_REFS_MAX], n_refs[WH_ENV_MAX];
-    size_t our_len[WH_ENV_MAX]; /* strlen of our names */
-    char *merged;               /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
+    const char *ref_name[WH_ENV_COUNT][WH_REFS_MAX];
+    size_t ref_len[WH_ENV_COUNT][WH_REFS_MAX], n_refs[WH_ENV_COUNT];
+    size_t our_len[WH_ENV_COUNT]; /* strlen of our names */
+    char *merged;                 /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
 };
 
 static bool has_ref(const char *value, size_t len)
@@ -225,15 +321,14 @@ static void scan_names(struct plan *p, bool present[], size_t earliest[])
 static bool place(struct plan *p)
 {
     const struct wh_envset *s = p->set;
-    size_t earliest[WH_ENV_MAX] = {0};
-    bool present[WH_ENV_MAX] = {false};
+    size_t earliest[WH_ENV_COUNT] = {0};
     for (size_t j = 0; j < s->n; j++) {
         parse_refs(p, j);
         p->our_len[j] = strlen(s->v[j].name);
     }
-    scan_names(p, present, earliest);
+    scan_names(p, p->present, earliest);
     for (size_t j = 0; j < s->n; j++)
-        p->slot[j] = present[j] ? SIZE_MAX : p->n_user;
+        p->slot[j] = p->present[j] || p->skip[j] ? SIZE_MAX : p->n_user;
     for (size_t i = 0; i < p->n_user; i++) /* user variables that reference ours */
         for (size_t j = 0; p->user[i].has_ref && j < s->n; j++)
             if (p->slot[j] != SIZE_MAX && i < p->slot[j] && user_refs(&p->user[i], s->v[j].name))
@@ -269,7 +364,7 @@ static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int
     struct k8s_buf path;
     k8s_buf_init(&path, 4096);
     /* ours in (slot, index) order; present ones (SIZE_MAX) sort last */
-    size_t order[WH_ENV_MAX], n = p->set->n;
+    size_t order[WH_ENV_COUNT], n = p->set->n;
     for (size_t j = 0; j < n; j++) {
         size_t k = j;
         for (; k > 0 && p->slot[order[k - 1]] > p->slot[j]; k--)
@@ -305,14 +400,14 @@ static char *merge_value(const struct wh_envset *s, const char *user, json_t *wa
     wh_attrs_init(&theirs);
     wh_attrs_init(&ours);
     char *out = NULL;
-    if (wh_attrs_parse(&theirs, user, "", NULL) < 0)
+    if (wh_attrs_parse_user(&theirs, user) < 0)
         goto out_done;
     for (size_t i = 0; i < s->attrs.n; i++)
-        if (wh_attrs_set(&ours, s->attrs.kv[i].key, s->attrs.kv[i].value) < 0)
+        if (wh_attrs_put(&ours, s->attrs.kv[i].key, s->attrs.kv[i].value) < 0)
             goto out_done;
     bool rl = wh_attrs_has_prefix(&theirs, "rl.") || wh_attrs_has_prefix(&ours, "rl.");
     bool has_id = wh_attrs_get(&theirs, "rl.run.id") || wh_attrs_get(&ours, "rl.run.id");
-    if (rl && !has_id && s->run_id[0] && wh_attrs_set(&ours, "rl.run.id", s->run_id) < 0)
+    if (rl && !has_id && s->run_id[0] && wh_attrs_put(&ours, "rl.run.id", s->run_id) < 0)
         goto out_done;
     if (rl && !has_id && !s->run_id[0])
         wh_warnf(warnings, "container %s: rl.run.id not added: the ML run id is unknown", cname);
@@ -387,6 +482,94 @@ static void read_entry(const json_t *e, struct entry *out)
     }
 }
 
+/* ---------- the user's own OpenTelemetry settings ---------- */
+
+/* Is entry e a variable of ours from an earlier review (same name, same
+ * value), rather than the user's own setting? */
+static bool ours_already(const struct wh_envset *s, const struct entry *e)
+{
+    for (size_t j = 0; j < s->n; j++)
+        if (s->v[j].value && e->value && !strcmp(s->v[j].name, e->name) &&
+            !strcmp(s->v[j].value, e->value))
+            return true;
+    return false;
+}
+
+/* The user's setting that overrides each signal (NULL: none). */
+static void otlp_overrides(const struct plan *p, const char *cause[2])
+{
+    for (size_t i = 0; i < p->n_user; i++) {
+        const struct entry *e = &p->user[i];
+        for (size_t k = 0; e->name && k < sizeof(user_otlp) / sizeof(user_otlp[0]); k++) {
+            if (strcmp(e->name, user_otlp[k].name) || ours_already(p->set, e))
+                continue;
+            for (int b = 0; b < 2; b++)
+                if ((user_otlp[k].signals >> b & 1) && !cause[b])
+                    cause[b] = e->name;
+        }
+    }
+}
+
+static bool user_sets_service_name(const struct entry *attrs)
+{
+    struct wh_attrs theirs;
+    wh_attrs_init(&theirs);
+    bool has = attrs && attrs->value && wh_attrs_parse_user(&theirs, attrs->value) == 0 &&
+               wh_attrs_get(&theirs, "service.name");
+    wh_attrs_done(&theirs);
+    return has;
+}
+
+/* Mark ours that yield to the user's settings (before the merge changes
+ * the user's OTEL_RESOURCE_ATTRIBUTES). */
+static void precedence(struct plan *p, const struct entry *user_attrs, const char *cause[2])
+{
+    otlp_overrides(p, cause);
+    bool service = user_sets_service_name(user_attrs);
+    for (size_t j = 0; j < p->set->n; j++) {
+        enum wh_env_id id = p->set->v[j].id;
+        unsigned sig = rows[id].signal;
+        p->skip[j] =
+            (sig && cause[sig == SIG_METRICS ? 0 : 1]) || (id == WH_ENV_SERVICE_NAME && service);
+    }
+}
+
+/* Name each skip in a warning: what was not injected, and why. */
+static void warn_skips(const struct plan *p, const char *const cause[2], const char *cname,
+                       json_t *warnings)
+{
+    for (int b = 0; b < 3; b++) { /* metrics, traces, service name */
+        char names[200] = "";
+        size_t len = 0;
+        for (size_t j = 0; j < p->set->n; j++) {
+            enum wh_env_id id = p->set->v[j].id;
+            bool mine = b < 2 ? rows[id].signal == (b == 0 ? SIG_METRICS : SIG_TRACES)
+                              : id == WH_ENV_SERVICE_NAME;
+            if (mine && p->skip[j] && !p->present[j])
+                len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+                                        len ? " and " : "", rows[id].name);
+            len = len < sizeof(names) ? len : sizeof(names) - 1;
+        }
+        if (len)
+            wh_warnf(warnings, "container %s: %s not injected: the container sets %s", cname, names,
+                     b < 2 ? cause[b] : "service.name in its " ATTRS_VAR);
+    }
+}
+
+/* Read the user's variables; the index of their OTEL_RESOURCE_ATTRIBUTES
+ * (SIZE_MAX: none). */
+static size_t read_env(struct plan *p, const json_t *env)
+{
+    size_t attrs_idx = SIZE_MAX;
+    for (size_t i = 0; i < p->n_user; i++) {
+        read_entry(json_array_get(env, i), &p->user[i]);
+        if (p->user[i].len == sizeof(ATTRS_VAR) - 1 && !strcmp(p->user[i].name, ATTRS_VAR) &&
+            attrs_idx == SIZE_MAX)
+            attrs_idx = i;
+    }
+    return attrs_idx;
+}
+
 int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
                  bool merge, json_t *patch, json_t *warnings, int *ret_added)
 {
@@ -403,13 +586,9 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
     p.user = calloc(p.n_user + 1, sizeof(*p.user));
     if (!p.user)
         return -K8S_ENOMEM;
-    size_t attrs_idx = SIZE_MAX;
-    for (size_t i = 0; i < p.n_user; i++) {
-        read_entry(json_array_get(env, i), &p.user[i]);
-        if (p.user[i].len == sizeof(ATTRS_VAR) - 1 && !strcmp(p.user[i].name, ATTRS_VAR) &&
-            attrs_idx == SIZE_MAX)
-            attrs_idx = i;
-    }
+    size_t attrs_idx = read_env(&p, env);
+    const char *cause[2] = {NULL, NULL};
+    precedence(&p, attrs_idx != SIZE_MAX ? &p.user[attrs_idx] : NULL, cause);
     int r = 0;
     if (attrs_idx != SIZE_MAX && merge)
         r = merge_user_attrs(&p, attrs_idx, cpath, cname, patch, warnings, ret_added);
@@ -418,6 +597,8 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
                  "container %s: env references form a cycle with injected variables; "
                  "appended at the end",
                  cname);
+    if (r == 0)
+        warn_skips(&p, cause, cname, warnings);
     if (r == 0)
         r = emit_adds(&p, cpath, patch, ret_added);
     free(p.merged);

@@ -1,16 +1,26 @@
 /*
- * wh_env — the environment variables the webhook injects (DESIGN §3.5)
- * and the JSON Patch operations that add them to one container without
- * overwriting anything the user set.
+ * wh_env — the environment variables the webhook injects (DESIGN §3.5),
+ * one row of a table each, and the JSON Patch operations that add them to
+ * one container without overwriting anything the user set.
  *
  * Order: every variable is placed after the variables its $(…)
  * references name, and before the first user variable that references it
  * (so user variables built from ours resolve too). A user's
- * OTEL_RESOURCE_ATTRIBUTES is merged key by key (user keys win) unless the
- * pod opts out with diagon.gke.io/otel-resource-attributes-merge: "false".
+ * OTEL_RESOURCE_ATTRIBUTES is merged key by key (user keys win, user pairs
+ * kept as written) unless the pod opts out with
+ * diagon.gke.io/otel-resource-attributes-merge: "false".
+ *
+ * The user's own OpenTelemetry settings take precedence (the OTel spec: a
+ * per-signal endpoint overrides OTEL_EXPORTER_OTLP_ENDPOINT, and
+ * OTEL_SERVICE_NAME overrides service.name): a container that sets
+ * OTEL_EXPORTER_OTLP_ENDPOINT or _PROTOCOL gets no endpoint or insecure
+ * variable; one that sets a signal's own endpoint or protocol gets none of
+ * that signal's; one whose OTEL_RESOURCE_ATTRIBUTES has service.name gets
+ * no OTEL_SERVICE_NAME. Each skip is named in a warning.
  *
  * Thread-safety: reentrant. Ownership: struct wh_envset owns its values;
  * wh_envset_done frees them (NULL-safe, safe on a zeroed struct).
+ * Failure: -K8S_ENOMEM; shape problems of a container are warnings.
  */
 #ifndef WH_ENV_H
 #define WH_ENV_H
@@ -19,28 +29,51 @@
 #include <stdbool.h>
 
 #include "k8s_err.h"
+#include "k8s_mlrun.h"
 #include "wh_attrs.h"
 #include "wh_config.h"
 #include "wh_identity.h"
 
-#define WH_ENV_MAX 11
+/* The injected variables, in dependency order: the rows of the table in
+ * wh_env.c (DESIGN §3.5's env table). */
+enum wh_env_id {
+    WH_ENV_IDENTIFIER,          /* GKE_DIAGON_IDENTIFIER */
+    WH_ENV_METADATA,            /* GKE_DIAGON_METADATA */
+    WH_ENV_POD_NAME,            /* OTEL_RESOURCE_ATTRIBUTES_POD_NAME */
+    WH_ENV_POD_UID,             /* OTEL_RESOURCE_ATTRIBUTES_POD_UID */
+    WH_ENV_NODE_NAME,           /* OTEL_RESOURCE_ATTRIBUTES_NODE_NAME */
+    WH_ENV_COLLECTOR_NAME,      /* OTEL_COLLECTOR_NAME */
+    WH_ENV_COLLECTOR_NAMESPACE, /* OTEL_COLLECTOR_NAMESPACE */
+    WH_ENV_METRICS_ENDPOINT,    /* OTEL_EXPORTER_OTLP_METRICS_ENDPOINT */
+    WH_ENV_TRACES_ENDPOINT,     /* OTEL_EXPORTER_OTLP_TRACES_ENDPOINT */
+    WH_ENV_METRICS_INSECURE,    /* OTEL_EXPORTER_OTLP_METRICS_INSECURE */
+    WH_ENV_TRACES_INSECURE,     /* OTEL_EXPORTER_OTLP_TRACES_INSECURE */
+    WH_ENV_SERVICE_NAME,        /* OTEL_SERVICE_NAME */
+    WH_ENV_RESOURCE_ATTRIBUTES, /* OTEL_RESOURCE_ATTRIBUTES */
+    WH_ENV_COUNT
+};
+
+/* The variable's name (static). */
+const char *wh_env_name(enum wh_env_id id);
 
 struct wh_env_var {
+    enum wh_env_id id;
     const char *name;
     char *value;            /* literal value, or NULL for a fieldRef */
     const char *field_path; /* downward-API fieldRef, or NULL */
 };
 
 struct wh_envset {
-    struct wh_env_var v[WH_ENV_MAX]; /* dependency order */
+    struct wh_env_var v[WH_ENV_COUNT]; /* dependency order */
     size_t n;
-    struct wh_attrs attrs; /* our resource attributes, without rl.run.id */
-    char run_id[512];      /* "" when unknown */
+    struct wh_attrs attrs;          /* our resource attributes, without rl.run.id */
+    char run_id[K8S_MLRUN_ID_SIZE]; /* "" when unknown */
 };
 
-/* Our variables for one pod. Steals nothing; copies what it keeps.
- * `attrs` is moved into the set (the caller's struct is left empty).
- * -K8S_ENOMEM on failure (set left empty). */
+/* Our variables for one pod. Copies what it keeps. `attrs` is moved into
+ * the set (the caller's struct is left empty). service_name NULL: no
+ * OTEL_SERVICE_NAME (the attributes carry service.name). -K8S_ENOMEM on
+ * failure (set left empty). */
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
                     const struct wh_identity *id, const char *service_name,
                     struct wh_attrs *attrs) K8S_MUST_CHECK;
@@ -54,8 +87,7 @@ json_t *wh_envset_json(const struct wh_envset *set);
 /* Append to `patch` the operations that bring container (whose JSON
  * Pointer is `cpath`, e.g. "/spec/containers/0") up to date. merge=false
  * leaves a user's OTEL_RESOURCE_ATTRIBUTES untouched. *ret_added is the
- * number of variables added or merged. Shape problems (env not an array)
- * are warnings, not errors. -K8S_ENOMEM on failure. */
+ * number of variables added or merged. -K8S_ENOMEM on failure. */
 int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
                  bool merge, json_t *patch, json_t *warnings, int *ret_added) K8S_MUST_CHECK;
 

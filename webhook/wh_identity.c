@@ -1,23 +1,15 @@
 #include "wh_identity.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "k8s_buf.h"
 #include "k8s_json.h"
-#include "k8s_time.h"
 #include "wh_warn.h"
 
 #define A_IDENTIFIER "diagon.gke.io/identifier"
 #define A_METADATA   "diagon.gke.io/metadata"
-
-const char *wh_cluster_short(const char *cluster)
-{
-    const char *slash = strrchr(cluster, '/');
-    return slash ? slash + 1 : cluster;
-}
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -97,6 +89,14 @@ static char *metadata_json(const struct wh_workload *w, json_t *warnings)
     return r ? NULL : k8s_buf_take(&b, NULL);
 }
 
+/* What the SDK would miss; a timestamp it cannot read is as good as none. */
+static void note_missing(struct wh_identity *id)
+{
+    id->missing = k8s_mlrun_missing(id->identifier, id->metadata);
+    if (!id->missing && !id->run_id[0])
+        id->missing = 1u << K8S_MLRUN_CREATED;
+}
+
 int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *warnings,
                       struct wh_identity *ret)
 {
@@ -107,10 +107,10 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
         wh_identity_done(&id);
         return -K8S_ENOMEM;
     }
-    time_t t;
-    if (*w->created && k8s_time_parse_rfc3339(w->created, &t) == 0)
-        wh_run_id_of(cluster, w->ns, w->kind, w->name, t, id.run_id, sizeof(id.run_id));
+    if (k8s_mlrun_id(cluster, w->ns, w->kind, w->name, w->created, id.run_id) < 0)
+        id.run_id[0] = '\0'; /* the SDK would refuse; the fields it misses are below */
     snprintf(id.cluster, sizeof(id.cluster), "%s", cluster);
+    note_missing(&id);
     *ret = id;
     return 0;
 }
@@ -126,7 +126,9 @@ int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret)
         wh_identity_done(&id);
         return -K8S_ENOMEM;
     }
-    wh_run_id(id.identifier, id.metadata, id.run_id, sizeof(id.run_id));
+    if (k8s_mlrun_id_json(id.identifier, id.metadata, id.run_id) < 0)
+        id.run_id[0] = '\0';
+    note_missing(&id);
     json_t *parsed = json_loads(ident, 0, NULL);
     const char *cluster = json_string_value(json_object_get(parsed, "clustername"));
     snprintf(id.cluster, sizeof(id.cluster), "%s", cluster ? cluster : "");
@@ -142,58 +144,4 @@ void wh_identity_done(struct wh_identity *id)
     free(id->identifier);
     free(id->metadata);
     id->identifier = id->metadata = NULL;
-}
-
-/* Append s lower-cased, runs of [^a-z0-9] collapsed to one '-'. */
-static void sanitize_into(char *out, size_t cap, size_t *len, const char *s)
-{
-    for (; *s && *len + 1 < cap; s++) {
-        char c = (char)tolower((unsigned char)*s);
-        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (ok)
-            out[(*len)++] = c;
-        else if (*len > 0 && out[*len - 1] != '-')
-            out[(*len)++] = '-';
-    }
-    out[*len] = '\0';
-}
-
-bool wh_run_id_of(const char *cluster, const char *ns, const char *kind, const char *name,
-                  time_t created, char *out, size_t cap)
-{
-    out[0] = '\0';
-    if (!*cluster || !*ns || !*kind || !*name)
-        return false;
-    char stamp[32];
-    struct tm tm;
-    gmtime_r(&created, &tm);
-    strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
-    const char *parts[] = {wh_cluster_short(cluster), ns, kind, name, stamp};
-    size_t len = 0;
-    for (size_t i = 0; i < 5; i++) {
-        if (i)
-            sanitize_into(out, cap, &len, "-");
-        sanitize_into(out, cap, &len, parts[i]);
-    }
-    while (len > 0 && out[len - 1] == '-')
-        out[--len] = '\0';
-    return true;
-}
-
-bool wh_run_id(const char *identifier_json, const char *metadata_json, char *out, size_t cap)
-{
-    out[0] = '\0';
-    json_t *id = json_loads(identifier_json, 0, NULL);
-    json_t *md = json_loads(metadata_json, 0, NULL);
-    const char *cluster = json_string_value(json_object_get(id, "clustername"));
-    const char *ns = json_string_value(json_object_get(id, "namespace"));
-    const char *kind = json_string_value(json_object_get(id, "metadata.kind"));
-    const char *name = json_string_value(json_object_get(id, "metadata.name"));
-    const char *ts = json_string_value(json_object_get(md, "creation-timestamp"));
-    time_t t;
-    bool ok = cluster && ns && kind && name && ts && k8s_time_parse_rfc3339(ts, &t) == 0 &&
-              wh_run_id_of(cluster, ns, kind, name, t, out, cap);
-    json_decref(id);
-    json_decref(md);
-    return ok;
 }

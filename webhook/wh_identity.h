@@ -1,7 +1,8 @@
 /*
  * wh_identity — the ML Diagnostics identity of a workload: the
- * GKE_DIAGON_IDENTIFIER and GKE_DIAGON_METADATA JSON (DESIGN §3.5) and the
- * ML run id the SDK derives from them.
+ * GKE_DIAGON_IDENTIFIER and GKE_DIAGON_METADATA JSON (DESIGN §3.5), the
+ * ML run id the SDK derives from them and the fields it would miss
+ * (k8s_mlrun).
  *
  * GKE_DIAGON_IDENTIFIER = {"metadata.name","metadata.kind","clustername",
  * "namespace"}; GKE_DIAGON_METADATA = {"parent-workload",
@@ -20,13 +21,16 @@
 #include <time.h>
 
 #include "k8s_err.h"
+#include "k8s_mlrun.h"
 #include "wh_workload.h"
 
 struct wh_identity {
-    char *identifier;  /* GKE_DIAGON_IDENTIFIER value */
-    char *metadata;    /* GKE_DIAGON_METADATA value */
-    char run_id[512];  /* the SDK's run id; "" when a field it needs is unknown */
-    char cluster[256]; /* the cluster name the identifier carries ("" when none) */
+    char *identifier;               /* GKE_DIAGON_IDENTIFIER value */
+    char *metadata;                 /* GKE_DIAGON_METADATA value */
+    char run_id[K8S_MLRUN_ID_SIZE]; /* the SDK's run id; "" when it would refuse */
+    unsigned missing;               /* k8s_mlrun fields (bits) the SDK would miss; an
+                                       unreadable timestamp counts as missing */
+    char cluster[256];              /* the cluster name the identifier carries ("" when none) */
 };
 
 /* Build the identity of w in cluster `cluster` ("" = unknown). Each
@@ -42,18 +46,6 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
 int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret) K8S_MUST_CHECK;
 
 void wh_identity_done(struct wh_identity *id);
-
-/* The SDK's run id: lower(cluster_short-namespace-kind-name-YYYYMMDD-HHMMSS)
- * with every run of characters outside [a-z0-9] replaced by '-' and the
- * ends trimmed. false when a field is missing. */
-bool wh_run_id(const char *identifier_json, const char *metadata_json, char *out, size_t cap);
-
-/* The same from its parts (created: the workload's creationTimestamp). */
-bool wh_run_id_of(const char *cluster, const char *ns, const char *kind, const char *name,
-                  time_t created, char *out, size_t cap);
-
-/* Last '/'-separated segment of a cluster name (borrowed). */
-const char *wh_cluster_short(const char *cluster);
 
 /* "k1=v1,k2=v2" of a label map sorted by key; new string (free()). */
 char *wh_sorted_labels(const json_t *labels);

@@ -7,7 +7,9 @@
 
 #include "k8s_flags.h"
 #include "k8s_jsonpatch.h"
+#include "k8s_mlrun.h"
 #include "k8s_yaml.h"
+#include "wh_env.h"
 #include "wh_mutate.h"
 #include "wh_workload.h"
 
@@ -34,6 +36,76 @@ struct job {
     struct k8s_buf *explain;
 };
 
+/* The env entry named name in container c (borrowed), or NULL. */
+static const json_t *env_entry(const json_t *c, const char *name)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(c, "env"), i, e)
+    {
+        if (str_at(e, "name") && !strcmp(str_at(e, "name"), name))
+            return e;
+    }
+    return NULL;
+}
+
+/* One container: which of our variables it gets, which the user's own
+ * take the place of, which are merged (the warnings say what is skipped). */
+static int explain_container(struct k8s_buf *out, const json_t *before, const json_t *after)
+{
+    struct k8s_buf add, keep;
+    k8s_buf_init(&add, 1 << 16);
+    k8s_buf_init(&keep, 1 << 16);
+    const char *merged = "";
+    int r = 0;
+    for (int v = 0; v < WH_ENV_COUNT && r == 0; v++) {
+        const char *name = wh_env_name((enum wh_env_id)v);
+        const json_t *was = env_entry(before, name), *is = env_entry(after, name);
+        if (was && is && !json_equal(was, is))
+            merged = name; /* only OTEL_RESOURCE_ATTRIBUTES is ever merged */
+        else if (was || is)
+            r = k8s_buf_cat(was ? &keep : &add, (was ? keep.len : add.len) ? ", " : "", name, NULL);
+    }
+    if (r == 0)
+        r = k8s_buf_printf(out, "  container %s: injects %s%s%s%s%s\n", str_at(after, "name"),
+                           add.len ? k8s_buf_str(&add) : "nothing",
+                           keep.len ? "; keeps the user's " : "",
+                           keep.len ? k8s_buf_str(&keep) : "",
+                           *merged ? "; merges ours into the user's " : "", merged);
+    k8s_buf_done(&add);
+    k8s_buf_done(&keep);
+    return r;
+}
+
+/* What each target container gets, and the ML run id its pods will share. */
+static int explain_detail(struct job *j, const struct site *s, const struct wh_mutate_out *mo)
+{
+    json_t *patched = NULL;
+    int r = 0;
+    if (k8s_jsonpatch_apply(j->doc, mo->patch, &patched, NULL) < 0)
+        return 0; /* explanation text is best effort */
+    const char *fields[] = {"containers", "initContainers"};
+    for (size_t f = 0; f < 2 && r == 0; f++) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/spec/%s", s->path, fields[f]);
+        const json_t *was = k8s_jsonptr_get(j->doc, path), *is = k8s_jsonptr_get(patched, path);
+        for (size_t i = 0; i < json_array_size(is) && r == 0; i++)
+            if (!json_equal(json_array_get(was, i), json_array_get(is, i)))
+                r = explain_container(j->explain, json_array_get(was, i), json_array_get(is, i));
+    }
+    json_decref(patched);
+    char names[128];
+    k8s_mlrun_names(mo->missing, false, names, sizeof(names));
+    if (r == 0 && mo->run_id[0])
+        r = k8s_buf_printf(j->explain, "  ML run id (rl.run.id): %s\n", mo->run_id);
+    else if (r == 0)
+        r = k8s_buf_printf(j->explain,
+                           "  ML run id: none: the identity lacks %s; the "
+                           "google-cloud-mldiagnostics SDK will refuse to start\n",
+                           names);
+    return r;
+}
+
 static void explain_line(struct job *j, const struct site *s, const struct wh_mutate_out *mo)
 {
     if (!j->explain)
@@ -46,6 +118,8 @@ static void explain_line(struct job *j, const struct site *s, const struct wh_mu
         r = k8s_buf_printf(j->explain, " [%d container(s), %zu operation(s)]", mo->containers,
                            json_array_size(mo->patch));
     r = r ? r : k8s_buf_appends(j->explain, "\n");
+    if (r == 0 && mo->inject && json_array_size(mo->patch))
+        r = explain_detail(j, s, mo);
     size_t i;
     json_t *w;
     json_array_foreach(mo->warnings, i, w) if (r == 0) r =

@@ -1,6 +1,7 @@
 /*
  * mldiagnostics-webhook — entry point: `serve` (the default), `inject`
- * (offline), `certgen` (certificates without cert-manager), `version`. Parses flags, wires the
+ * (offline), `certgen` (certificates without cert-manager), `selftest` (the
+ * chart's helm test), `version`. Parses flags, wires the
  * modules together, owns the signal handling and the process exit code. Logs at the edge.
  */
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include "wh_config.h"
 #include "wh_gke.h"
 #include "wh_inject.h"
+#include "wh_selftest.h"
 #include "wh_server.h"
 #include "wh_tls.h"
 
@@ -28,6 +30,7 @@ static void usage(const struct wh_config *cfg)
     printf("Usage: mldiagnostics-webhook [serve] [flags]\n"
            "       mldiagnostics-webhook inject -f FILE|- [--patch|--explain] [flags]\n"
            "       mldiagnostics-webhook certgen --service S --namespace N [flags]\n"
+           "       mldiagnostics-webhook selftest [--namespace N] [flags]\n"
            "       mldiagnostics-webhook version\n\n"
            "The ML Diagnostics injection webhook: gives every pod of a labelled ML workload\n"
            "its ML Diagnostics identity and OpenTelemetry settings.\n\nServe flags:\n");
@@ -173,6 +176,8 @@ int main(int argc, char **argv)
         return wh_inject_main(argc, argv, 2);
     if (!strcmp(cmd, "certgen"))
         return wh_certgen_main(argc, argv, 2);
+    if (!strcmp(cmd, "selftest"))
+        return wh_selftest_main(argc, argv, 2);
     if (!strcmp(cmd, "serve"))
         return serve(argc, argv, 2);
     return serve(argc, argv, 1);

@@ -191,9 +191,16 @@ static const struct wh_workload *workload(const struct ctx *x)
 
 /* ---------- what to inject ---------- */
 
-static const char *service_name(const struct ctx *x)
+/* OTEL_SERVICE_NAME's value; NULL when the attributes we write carry
+ * service.name (OTEL_SERVICE_NAME would override it). */
+static const char *service_name(const struct ctx *x, const struct wh_attrs *attrs)
 {
     const struct wh_workload *w = workload(x);
+    if (wh_attrs_get(attrs, "service.name")) {
+        wh_warnf(x->out->warnings,
+                 "OTEL_SERVICE_NAME not injected: " WH_ANN_ATTRS " sets service.name");
+        return NULL;
+    }
     const char *v = wh_meta_annotation(x->meta, WH_ANN_SERVICE_NAME);
     if (!v && w->annotations)
         v = str_at(w->annotations, WH_ANN_SERVICE_NAME);
@@ -221,11 +228,11 @@ static int build_attrs(const struct ctx *x, const struct wh_identity *id, struct
         r = r ? r : wh_attrs_set(a, "service.namespace", ns);
         r = r ? r : wh_attrs_set(a, "k8s.namespace.name", ns);
     }
-    r = r ? r : wh_attrs_set(a, "k8s.pod.name", "$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)");
-    r = r ? r : wh_attrs_set(a, "k8s.pod.uid", "$(OTEL_RESOURCE_ATTRIBUTES_POD_UID)");
-    r = r ? r : wh_attrs_set(a, "k8s.node.name", "$(OTEL_RESOURCE_ATTRIBUTES_NODE_NAME)");
+    r = r ? r : wh_attrs_set_ref(a, "k8s.pod.name", wh_env_name(WH_ENV_POD_NAME));
+    r = r ? r : wh_attrs_set_ref(a, "k8s.pod.uid", wh_env_name(WH_ENV_POD_UID));
+    r = r ? r : wh_attrs_set_ref(a, "k8s.node.name", wh_env_name(WH_ENV_NODE_NAME));
     if (*cluster)
-        r = r ? r : wh_attrs_set(a, "k8s.cluster.name", wh_cluster_short(cluster));
+        r = r ? r : wh_attrs_set(a, "k8s.cluster.name", k8s_mlrun_cluster_short(cluster));
     if (!w->bare_pod && *w->name)
         r = r ? r : lower_kind_attr(a, w);
     const char *from_ns = x->ns_meta ? wh_meta_annotation(x->ns_meta, WH_ANN_ATTRS) : NULL;
@@ -492,9 +499,26 @@ static int patch_containers(struct ctx *x, const struct wh_envset *set)
 static int identity_of(struct ctx *x, struct wh_identity *id)
 {
     int r = wh_identity_adopt(x->meta, id);
-    if (r != -K8S_ENOTFOUND)
-        return r;
-    return wh_identity_build(workload(x), wh_config_cluster(x->cfg), x->out->warnings, id);
+    if (r == -K8S_ENOTFOUND)
+        r = wh_identity_build(workload(x), wh_config_cluster(x->cfg), x->out->warnings, id);
+    if (r == 0) {
+        memcpy(x->out->run_id, id->run_id, sizeof(x->out->run_id));
+        x->out->missing = id->missing;
+    }
+    return r;
+}
+
+/* The SDK refuses to start without these (DESIGN §3.5): say so. */
+static void warn_incomplete(const struct ctx *x)
+{
+    char names[128];
+    if (!x->out->missing)
+        return;
+    k8s_mlrun_names(x->out->missing, false, names, sizeof(names));
+    wh_warnf(x->out->warnings,
+             "mldiagnostics: the identity lacks %s: the google-cloud-mldiagnostics SDK will "
+             "refuse to start a run in this pod",
+             names);
 }
 
 static int build_patch(struct ctx *x)
@@ -507,7 +531,7 @@ static int build_patch(struct ctx *x)
     if (r == 0)
         r = build_attrs(x, &id, &attrs);
     if (r == 0)
-        r = wh_envset_build(&set, x->cfg, &id, service_name(x), &attrs);
+        r = wh_envset_build(&set, x->cfg, &id, service_name(x, &attrs), &attrs);
     if (r == 0)
         r = injection_value(&set, x->out->injection, sizeof(x->out->injection));
     if (r == 0 && wh_attrs_has_prefix(&set.attrs, "rl.") && !id.run_id[0])
@@ -516,6 +540,8 @@ static int build_patch(struct ctx *x)
         r = patch_containers(x, &set);
     if (r == 0 && json_array_size(x->out->patch) > 0)
         r = patch_annotations(x, &id);
+    if (r == 0 && json_array_size(x->out->patch) > 0)
+        warn_incomplete(x);
     if (r == 0 && json_array_size(x->out->patch) == 0)
         set_reason(x->out, "already injected (%s)", x->out->injection);
     wh_envset_done(&set);

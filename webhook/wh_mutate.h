@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "k8s_err.h"
+#include "k8s_mlrun.h"
 #include "wh_config.h"
 #include "wh_lookup.h"
 #include "wh_workload.h"
@@ -46,13 +47,15 @@ struct wh_mutate_in {
 };
 
 struct wh_mutate_out {
-    bool inject;        /* the pod is opted in and has target containers */
-    char reason[240];   /* why (logs, --explain) */
-    json_t *patch;      /* array of operations, possibly empty */
-    json_t *warnings;   /* array of strings */
-    char workload[330]; /* "Kind/name" of the workload */
-    int containers;     /* containers that received changes */
-    char injection[64]; /* the diagon.gke.io/injection value ("" when skipped) */
+    bool inject;                    /* the pod is opted in and has target containers */
+    char reason[240];               /* why (logs, --explain) */
+    json_t *patch;                  /* array of operations, possibly empty */
+    json_t *warnings;               /* array of strings */
+    char workload[330];             /* "Kind/name" of the workload */
+    int containers;                 /* containers that received changes */
+    char injection[64];             /* the diagon.gke.io/injection value ("" when skipped) */
+    char run_id[K8S_MLRUN_ID_SIZE]; /* the SDK's run id ("" when skipped or it would refuse) */
+    unsigned missing; /* k8s_mlrun fields (bits) the identity lacks: the SDK will refuse */
 };
 
 /* Decide and build the patch. Problems with the pod's shape or with

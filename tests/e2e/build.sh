@@ -39,6 +39,18 @@ kube_ldflags() {  # hack/lib/version.sh's stamps for the version in go.mod
   echo "$f"
 }
 
+helm_ldflags() {  # helm's Makefile: its version, and the Kubernetes version it assumes
+  m="$HERE/controllers/go.mod"
+  v=$(sed -n 's/^[[:space:]]*helm.sh\/helm\/v3 \(v[0-9.]*\).*/\1/p' "$m" | head -1)
+  cg=$(sed -n 's/^[[:space:]]*k8s.io\/client-go v0\.\([0-9]*\)\..*/\1/p' "$m" | head -1)
+  f="-s -w -X helm.sh/helm/v3/internal/version.version=$v"
+  f="$f -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    f="$f -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$cg"
+  done
+  echo "$f"
+}
+
 build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
   name=$1; dir="$HERE/$name"
   out="$CACHE/$name-$(key "$dir")"
@@ -47,6 +59,7 @@ build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
   start=$(date +%s)
   case $name in
     kube) flags=$(kube_ldflags); tags="selinux,notest" ;;
+    controllers) flags=$(helm_ldflags); tags="" ;;
     *)    flags="-s -w"; tags="" ;;
   esac
   echo "e2e build: $name (go.sum $(key "$dir")) -> $out" >&2

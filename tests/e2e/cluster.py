@@ -43,11 +43,12 @@ def components():
 
 
 class Cluster:
-    def __init__(self, work_dir=None, project_bin=None, log=None):
+    def __init__(self, work_dir=None, project_bin=None, log=None, tracing_endpoint=None):
         self.dir = work_dir or DEFAULT_DIR
         self.project_bin = project_bin or os.environ.get("MLD_BIN_DIR",
                                                          os.path.join(ROOT, "build", "bin"))
         self.logfile = None
+        self.tracing_endpoint = tracing_endpoint
         self.log = log or self._log
         self.cp = self.node = self.controllers = self.install = self.networks = None
 
@@ -61,11 +62,12 @@ class Cluster:
         os.makedirs(self.dir)
         self.bins = components()
         self.modules = workloads.read_modules(self.bins)
-        self.cp = controlplane.ControlPlane(self.bins["kube"], self.dir, self.log).start()
+        self.cp = controlplane.ControlPlane(self.bins["kube"], self.dir, self.log,
+                                          self.tracing_endpoint).start()
         self.api = self.cp.api
         why = netns.available()
         if why is None:
-            self.networks = netns.PodNetworks(hosts={COLLECTOR_HOST: netns.HOST_IP})
+            self.networks = netns.PodNetworks(hosts={COLLECTOR_HOST: None})
         else:
             self.log("pod network namespaces unavailable (%s): python pods cannot run" % why)
         node_log = open(os.path.join(self.cp.logs, "kubelet.log"), "a", buffering=1)
@@ -106,6 +108,12 @@ class Cluster:
                     self.log("teardown: %s" % e)
         if self.networks:
             self.networks.close()
+
+    def check_alive(self):
+        """Every long-running part still runs (a test fails at once if one died)."""
+        for p in (self.cp.procs if self.cp else []) + (self.controllers.procs if
+                                                        self.controllers else []):
+            p.check_alive()
 
     def kubectl(self, *args, check=True, input=None, timeout=60):
         p = subprocess.run([os.path.join(self.bins["kube"], "kubectl"),

@@ -25,10 +25,11 @@ CONTROLLERS = [n + "-controller" for n in (
     "serviceaccount", "serviceaccount-token", "cronjob", "root-ca-certificate-publisher",
     "clusterrole-aggregation", "ttl-after-finished")]
 ADMIN_TOKEN_USER = "e2e-admin"
+AUDITED_NAMESPACE = "gke-mldiagnostics"
 
 
 class ControlPlane:
-    def __init__(self, bin_dir, work_dir=None, log=print):
+    def __init__(self, bin_dir, work_dir=None, log=print, tracing_endpoint=None):
         self.bin = bin_dir
         self.dir = work_dir or tempfile.mkdtemp(prefix="mld-e2e-")
         self.pki = os.path.join(self.dir, "pki")
@@ -39,6 +40,7 @@ class ControlPlane:
         self.procs = []
         self.admin_token = os.urandom(16).hex()
         self.api = None
+        self.tracing_endpoint = tracing_endpoint  # OTLP/gRPC host:port: trace every request
 
     # ---- PKI and credentials ----
     def _pki(self):
@@ -106,11 +108,35 @@ class ControlPlane:
         wait_until(lambda: urllib.request.urlopen(self.etcd_url + "/health", timeout=2).status
                    == 200 or self.etcd.check_alive(), 30, "etcd healthy")
 
+    def _tracing_flags(self):
+        if not self.tracing_endpoint:
+            return []
+        path = os.path.join(self.dir, "tracing.yaml")
+        with open(path, "w") as f:
+            f.write("apiVersion: apiserver.config.k8s.io/v1\nkind: TracingConfiguration\n"
+                    "endpoint: %s\nsamplingRatePerMillion: 1000000\n" % self.tracing_endpoint)
+        return ["--tracing-config-file", path]
+
+    def _audit_flags(self):
+        """Audit every request of the ServiceAccounts of the charts' namespace
+        (metadata level): what the chart's RBAC lets them do is compared with
+        what they did (test_zz_rbac.py)."""
+        policy = os.path.join(self.dir, "audit-policy.yaml")
+        self.audit_log = os.path.join(self.logs, "audit.log")
+        with open(policy, "w") as f:
+            f.write("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\n"
+                    "rules:\n- level: Metadata\n  userGroups: [\"system:serviceaccounts:%s\"]\n"
+                    "- level: None\n" % AUDITED_NAMESPACE)
+        return ["--audit-policy-file", policy, "--audit-log-path", self.audit_log,
+                "--audit-log-format", "json", "--audit-log-mode", "batch",
+                "--audit-log-batch-max-wait", "1s"]
+
     def _apiserver(self):
         self.port = free_port()
         self.server = "https://127.0.0.1:%d" % self.port
         self.apiserver = self._start("kube-apiserver", [
-            os.path.join(self.bin, "kube-apiserver"),
+            os.path.join(self.bin, "kube-apiserver")] + self._tracing_flags() +
+            self._audit_flags() + [
             "--etcd-servers", self.etcd_url,
             "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
             "--secure-port", str(self.port),

@@ -45,12 +45,14 @@ class E2ETest(unittest.TestCase):
 
     def setUp(self):
         self.c = cluster()
+        self.c.check_alive()
         self.api = self.c.api
         self.namespaces = []
 
     def tearDown(self):
         for ns in self.namespaces:
             self.api.delete(kubeapi.path_for("Namespace", name=ns))
+        self.c.check_alive()
 
     def namespace(self, prefix="t", labels=None, name=None):
         ns = name or "%s-%s" % (prefix, uuid.uuid4().hex[:6])

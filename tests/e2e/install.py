@@ -178,14 +178,44 @@ class Installation:
                              "charts/" + OPERATOR_RELEASE, *sets, *extra)
 
     # ---- stand-in pods ----
+    def _standin_pods(self, deployment):
+        """The pods of the Deployment's current ReplicaSet, once rolled out."""
+        name = deployment["metadata"]["name"]
+
+        def rolled_out():
+            d = self.api.get(kubeapi.path_for("Deployment", NAMESPACE, name))
+            st, want = d.get("status", {}), d["spec"].get("replicas", 1)
+            if st.get("observedGeneration", 0) < d["metadata"]["generation"] or \
+               st.get("updatedReplicas") != want or st.get("readyReplicas") != want:
+                return None
+            rs = [r for r in self.api.list(kubeapi.path_for("ReplicaSet", NAMESPACE))
+                  if any(o["uid"] == d["metadata"]["uid"]
+                         for o in r["metadata"].get("ownerReferences", []))]
+            newest = max(rs, key=lambda r: int(r["metadata"].get("annotations", {}).get(
+                "deployment.kubernetes.io/revision", "0")))
+            h = newest["metadata"]["labels"]["pod-template-hash"]
+            pods = [p for p in self.api.list(kubeapi.path_for("Pod", NAMESPACE),
+                                             labelSelector="pod-template-hash=" + h)
+                    if not p["metadata"].get("deletionTimestamp")]
+            return sorted(pods, key=lambda p: p["metadata"]["name"]) \
+                if len(pods) == want else None
+        return wait_until(rolled_out, 90, "Deployment %s rolled out" % name)
+
     def _standin_pod(self, deployment, index=0):
-        sel = ",".join("%s=%s" % kv for kv in sorted(
-            deployment["spec"]["selector"]["matchLabels"].items()))
-        pods = wait_until(lambda: sorted(self.api.list(
-            kubeapi.path_for("Pod", NAMESPACE), labelSelector=sel),
-            key=lambda p: p["metadata"]["name"]) or None, 60,
-            "pods of Deployment %s" % deployment["metadata"]["name"])
+        pods = self._standin_pods(deployment)
         return pods[min(index, len(pods) - 1)]
+
+    def reinstall_operator(self, seed_args=True, *extra, replicas=1, names=("operator",)):
+        """helm upgrade the operator release (the seed's JAX 0.8 line, or its
+        JAX 0.9+ line: no --set, the chart's default arguments) and run one
+        stand-in process per replica."""
+        for p in self.operators:
+            p.stop(timeout=15)
+        self.operators = []
+        sets = ["--set", "mldiagnosticsConnectionOperator.replicas=%d" % replicas] \
+            if replicas != 1 else []
+        self.install_operator(*sets, *extra, seed_args=seed_args)
+        return [self.start_operator(n, i, wait=False) for i, n in enumerate(names)]
 
     def sa_kubeconfig(self, pod, name):
         sa = pod["spec"]["serviceAccountName"]

@@ -40,6 +40,9 @@ import kubeapi
 import procs
 
 IGNORE_LABEL = "e2e.mldiagnostics/kubelet"
+# Runs in the pod's new UTS namespace: set the hostname, then exec the container.
+SET_HOSTNAME = "import os, socket, sys; socket.sethostname(sys.argv[1]); " \
+               "os.execv(sys.argv[2], sys.argv[2:])"
 PYTHON_IMAGE = "mld-e2e/python"
 
 
@@ -366,7 +369,12 @@ class Kubelet:
         full_env = {**base_env, **env}
         cmd = argv + args
         if netns:
-            cmd = ["ip", "netns", "exec", netns] + cmd
+            # Its own network namespace and, as a kubelet gives every pod, its
+            # own hostname (spec.hostname, else the pod name, at most 63).
+            host = (pod["spec"].get("hostname") or p.name)[:63]
+            full_env["HOSTNAME"] = host
+            cmd = ["ip", "netns", "exec", netns, "unshare", "--uts", "--", argv[0], "-c",
+                   SET_HOSTNAME, host] + cmd
         log = open(os.path.join(p.dir, c["name"] + ".log"), "ab")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, cwd=p.dir, env=full_env,
@@ -419,7 +427,13 @@ class Kubelet:
                     c.exit_code, c.finished = code, now()
                 else:
                     time.sleep(min(1 + c.restarts, 3))
-                    pod = self.api.get(kubeapi.path_for("Pod", p.ns, p.name))
+                    try:
+                        pod = self.api.get(kubeapi.path_for("Pod", p.ns, p.name))
+                    except kubeapi.ApiError as e:
+                        if e.code == 404:  # deleted meanwhile (a failed Job's pod)
+                            c.exit_code, c.finished = code, now()
+                            continue
+                        raise
                     c.restarts += 1
                     c.proc = self._spawn(p, pod, c.spec, self._runtime(c.spec["image"]))
                     c.started = now()
@@ -445,6 +459,18 @@ class Kubelet:
             return "Never"
 
     # ---- status ----
+    def _termination_message(self, p, c, code):
+        """FallbackToLogsOnError, as the kubelet applies it: on a failure with
+        no termination-log file, the last 80 lines (at most 2 KiB) of the log."""
+        if code == 0 or c.get("terminationMessagePolicy") != "FallbackToLogsOnError":
+            return None
+        try:
+            with open(os.path.join(p.dir, c["name"] + ".log"), "rb") as f:
+                lines = f.read().decode(errors="replace").splitlines()[-80:]
+        except OSError:
+            return None
+        return "\n".join(lines)[-2048:]
+
     def _report(self, p, pod):
         spec = pod["spec"]
         running = p.phase == "Running"
@@ -455,6 +481,9 @@ class Kubelet:
                 state = {"terminated": {"exitCode": st.exit_code, "startedAt": st.started,
                                         "finishedAt": st.finished,
                                         "reason": "Completed" if st.exit_code == 0 else "Error"}}
+                msg = self._termination_message(p, c, st.exit_code)
+                if msg:
+                    state["terminated"]["message"] = msg
                 ready = False
             else:
                 state = {"running": {"startedAt": st.started if st else now()}}

@@ -3,22 +3,23 @@ runs real processes (ip netns + veth on a bridge of the tier's own), so that
 every pod has its own address and a JAX profiler that binds [::]:9999 in each
 of them does not collide with the others.
 
-The addresses are the project's own test hosts: 198.18.0.0/16 (RFC 2544's
-benchmarking range, never routed) on the bridge `mlde2e0`; the host side is
-198.18.0.1, where the tier's stand-ins for cluster services (the OTLP
-receiver) listen. `ip netns exec` bind-mounts /etc/netns/NAME/hosts over
+The addresses are the project's own test hosts, in 198.18.0.0/15 (RFC 2544's
+benchmarking range, never routed): each run of the tier takes a free slot
+i (0-15, an flock in /run/lock), its bridge `mlde2e<i>` with 198.18.<16i>.0/20
+and namespaces `mlde2e<i>-<n>`, so that `make cluster` and `make e2e` can
+run side by side. The host side is 198.18.<16i>.1, where the tier's
+stand-ins for cluster services (the OTLP receiver) listen. `ip netns exec` bind-mounts /etc/netns/NAME/hosts over
 /etc/hosts, which gives the pods the cluster DNS names they need.
 """
+import fcntl
 import ipaddress
 import os
 import shutil
 import subprocess
 import threading
 
-BRIDGE = "mlde2e0"
 PREFIX = "mlde2e"
-NET = ipaddress.ip_network("198.18.0.0/16")
-HOST_IP = str(NET.network_address + 1)
+SLOTS = 16
 
 
 def _ip(*args, check=True):
@@ -41,15 +42,36 @@ def available():
     return None
 
 
-def cleanup():
-    """Remove every namespace, veth and the bridge a previous run left."""
-    out = _ip("netns", "list", check=False).stdout
-    for line in out.splitlines():
-        name = line.split()[0] if line.split() else ""
-        if name.startswith(PREFIX):
-            _ip("netns", "del", name, check=False)
-            shutil.rmtree("/etc/netns/" + name, ignore_errors=True)
-    _ip("link", "del", BRIDGE, check=False)
+def cleanup(slot=None):
+    """Remove the namespaces and bridge of one slot (default: every slot no
+    live run holds) that a previous run left."""
+    slots = [slot] if slot is not None else [i for i in range(SLOTS) if _free(i)]
+    out = _ip("netns", "list", check=False).stdout.split()
+    for i in slots:
+        for name in out:
+            if name.startswith("%s%d-" % (PREFIX, i)):
+                _ip("netns", "del", name, check=False)
+                shutil.rmtree("/etc/netns/" + name, ignore_errors=True)
+        _ip("link", "del", "%s%d" % (PREFIX, i), check=False)
+
+
+def _lock_path(i):
+    d = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+    return os.path.join(d, "%s%d.lock" % (PREFIX, i))
+
+
+def _free(i):
+    try:
+        fd = os.open(_lock_path(i), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class PodNetworks:
@@ -58,28 +80,44 @@ class PodNetworks:
     def __init__(self, hosts=None):
         self.lock = threading.Lock()
         self.next = 2
-        self.hosts = dict(hosts or {})  # DNS name -> address, written to each pod's /etc/hosts
-        cleanup()
-        _ip("link", "add", BRIDGE, "type", "bridge")
-        _ip("addr", "add", "%s/%d" % (HOST_IP, NET.prefixlen), "dev", BRIDGE)
-        _ip("link", "set", BRIDGE, "up")
+        for i in range(SLOTS):
+            fd = os.open(_lock_path(i), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self.slot, self.lock_fd = i, fd
+            break
+        else:
+            raise RuntimeError("all %d pod network slots are in use" % SLOTS)
+        self.prefix = "%s%d" % (PREFIX, self.slot)
+        self.bridge = self.prefix
+        self.net = ipaddress.ip_network("198.18.%d.0/20" % (16 * self.slot))
+        self.host_ip = str(self.net.network_address + 1)
+        # DNS name -> address (None: the host side), written to each pod's /etc/hosts
+        self.hosts = {k: v or self.host_ip for k, v in (hosts or {}).items()}
+        cleanup(self.slot)
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", "%s/%d" % (self.host_ip, self.net.prefixlen), "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
 
     def create(self):
         """A new namespace; returns (name, address)."""
         with self.lock:
             n = self.next
             self.next += 1
-        addr = str(NET.network_address + n)
-        name = "%s-%d" % (PREFIX, n)
-        host_if, pod_if = "%sh%d" % (PREFIX, n), "%sp%d" % (PREFIX, n)
+        addr = str(self.net.network_address + n)
+        name = "%s-%d" % (self.prefix, n)
+        host_if, pod_if = "%sh%d" % (self.prefix, n), "%sp%d" % (self.prefix, n)
         _ip("netns", "add", name)
         _ip("link", "add", host_if, "type", "veth", "peer", "name", pod_if)
-        _ip("link", "set", host_if, "master", BRIDGE)
+        _ip("link", "set", host_if, "master", self.bridge)
         _ip("link", "set", host_if, "up")
         _ip("link", "set", pod_if, "netns", name)
         _ip("-n", name, "link", "set", "lo", "up")
         _ip("-n", name, "link", "set", pod_if, "name", "eth0")
-        _ip("-n", name, "addr", "add", "%s/%d" % (addr, NET.prefixlen), "dev", "eth0")
+        _ip("-n", name, "addr", "add", "%s/%d" % (addr, self.net.prefixlen), "dev", "eth0")
         _ip("-n", name, "link", "set", "eth0", "up")
         etc = "/etc/netns/" + name
         os.makedirs(etc, exist_ok=True)
@@ -94,4 +132,5 @@ class PodNetworks:
         shutil.rmtree("/etc/netns/" + name, ignore_errors=True)
 
     def close(self):
-        cleanup()
+        cleanup(self.slot)
+        os.close(self.lock_fd)

@@ -12,6 +12,9 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The tests' gRPC servers share the process with the tier's node, which
+# forks pod processes: gRPC's fork handlers are not needed (and warn).
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 sys.path.insert(0, HERE)
 
 import cluster  # noqa: E402
@@ -28,7 +31,8 @@ def main():
     a = ap.parse_args()
 
     t0 = time.time()
-    c = cluster.Cluster(a.dir)
+    # A folder of this run's own, so that `make cluster` can run beside it.
+    c = cluster.Cluster(a.dir or os.path.join(cluster.ROOT, "build", "e2e-run-%d" % os.getpid()))
 
     def watchdog():
         time.sleep(a.timeout)
@@ -62,6 +66,9 @@ def main():
             print("logs: %s" % c.cp.logs)
     finally:
         c.down()
+        if ok:
+            import shutil
+            shutil.rmtree(c.dir, ignore_errors=True)
     return 0 if ok else 1
 
 

@@ -70,8 +70,11 @@ class WorkloadControllers:
         js = self.mods["sigs.k8s.io/jobset"]
         files.append(os.path.join(js, "config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"))
         lws = self.mods["sigs.k8s.io/lws"]
-        files.append(os.path.join(lws, "config/crd/bases/"
-                                  "leaderworkerset.x-k8s.io_leaderworkersets.yaml"))
+        for n in ("leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+                  "disaggregatedset.x-k8s.io_disaggregatedsets.yaml"):
+            # LWS 0.9's manager also runs the DisaggregatedSet controller and
+            # exits when its cache cannot sync.
+            files.append(os.path.join(lws, "config/crd/bases", n))
         ray = self.mods["github.com/ray-project/kuberay/ray-operator"]
         for n in ("ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml", "ray.io_rayservices.yaml"):
             files.append(os.path.join(ray, "config/crd/bases", n))
@@ -144,30 +147,27 @@ class WorkloadControllers:
         wait_until(ready, 90, name + " ready")
         return p
 
-    def start_jobset(self):
-        wport, hport = free_port(), free_port()
-        cfg = self._config("jobset", "jobset.x-k8s.io", wport, hport)
-        js = self.mods["sigs.k8s.io/jobset"]
-        wh = os.path.join(js, "config/components/webhook")
-        self._register_webhooks(os.path.join(wh, "manifests.yaml"), {
-            "MutatingWebhookConfiguration": os.path.join(wh, "patches/mutating-patch.yaml"),
-            "ValidatingWebhookConfiguration": os.path.join(wh, "patches/validating-patch.yaml")},
-            "jobset-", wport)
-        return self._start("jobset-controller", [os.path.join(self.bins["controllers"], "jobset"),
-                                                 "--config", cfg, "--zap-log-level", "info"],
-                           hport)
+    # controller-runtime managers with webhooks of their own: (binary, module,
+    # config group, the kustomize overlay's webhook folder and patches, name prefix)
+    MANAGERS = {
+        "jobset": ("jobset", "sigs.k8s.io/jobset", "jobset.x-k8s.io",
+                   "config/components/webhook", "patches/", "jobset-"),
+        "lws": ("lws", "sigs.k8s.io/lws", "lws.x-k8s.io", "config/webhook", "", "lws-"),
+    }
 
-    def start_lws(self):
+    def start_manager(self, name):
+        exe, mod, group, folder, patches, prefix = self.MANAGERS[name]
         wport, hport = free_port(), free_port()
-        cfg = self._config("lws", "lws.x-k8s.io", wport, hport)
-        lws = self.mods["sigs.k8s.io/lws"]
-        wh = os.path.join(lws, "config/webhook")
+        cfg = self._config(name, group, wport, hport)
+        wh = os.path.join(self.mods[mod], folder)
         self._register_webhooks(os.path.join(wh, "manifests.yaml"), {
-            "MutatingWebhookConfiguration": os.path.join(wh, "mutating-patch.yaml"),
-            "ValidatingWebhookConfiguration": os.path.join(wh, "validating-patch.yaml")},
-            "lws-", wport)
-        return self._start("lws-controller", [os.path.join(self.bins["controllers"], "lws"),
-                                              "--config", cfg, "--zap-log-level", "info"], hport)
+            "MutatingWebhookConfiguration": os.path.join(wh, patches + "mutating-patch.yaml"),
+            "ValidatingWebhookConfiguration": os.path.join(wh, patches +
+                                                           "validating-patch.yaml")},
+            prefix, wport)
+        return self._start(name + "-controller", [
+            os.path.join(self.bins["controllers"], exe), "--config", cfg,
+            "--zap-log-level", "info"], hport)
 
     def start_kuberay(self):
         hport = free_port()
@@ -180,8 +180,8 @@ class WorkloadControllers:
 
     def start_all(self):
         self.install_crds()
-        self.start_jobset()
-        self.start_lws()
+        for name in self.MANAGERS:
+            self.start_manager(name)
         self.start_kuberay()
 
     def stop(self):

@@ -25,10 +25,12 @@ methods, close), clear_faults(), requests, clear_requests(),
 count(method, path_regex, watch, status), wait_until(pred, timeout), errors,
 resource_version; tunables: clock, tokens, latency, bookmark_interval,
 bookmark_pretimeout, history_limit, http_410_on_watch,
-default_watch_timeout, too_large_rv_wait, paginate_rv0. tls=dict(cert=,
+default_watch_timeout, too_large_rv_wait, paginate_rv0, admission. tls=dict(cert=,
 key=, client_ca=None, require_client_cert=False).
 
-What is faithful to kube-apiserver (see /work/shared/reference/k8s-facts.md):
+What is faithful to kube-apiserver (see /work/shared/reference/k8s-facts.md;
+tests/e2e/test_differential.py compares it with the real one, request by
+request, and lists the differences it allows):
 
 * URL layout (core /api/v1, groups /apis/<g>/<v>, namespaced and cluster
   scope, the /status subresource), discovery documents, metav1.Status error
@@ -40,10 +42,19 @@ What is faithful to kube-apiserver (see /work/shared/reference/k8s-facts.md):
   write; no-op updates write nothing (same RV, no event), as etcd3's
   GuaranteedUpdate does. uid, creationTimestamp, generation (1 on create,
   +1 when anything outside metadata/status changes, +1 when deletion is
-  marked), finalizers with deletionTimestamp, generateName.
+  marked; only on the kinds that keep one: CRs, pods, workloads, webhook
+  configurations, not namespaces, services, configmaps, secrets, events or
+  leases), finalizers with deletionTimestamp, generateName. What create
+  sets on built-ins: a pod's status (phase Pending, qosClass), a
+  namespace's spec.finalizers, the fields a v1 Event always encodes
+  (eventTime null, ...). A deleted pod carries deletionTimestamp and a zero
+  grace period, as an unscheduled pod's graceful deletion leaves it.
 * Optimistic concurrency: PUT needs the stored resourceVersion (409
-  Conflict otherwise); a PUT without one is 422 for CRDs and Leases and an
-  unconditional update for other built-ins. A resourceVersion or uid in a
+  Conflict otherwise); a PUT without one is 422 for CRDs and Leases (the
+  storage layer's error, naming the resource) and an unconditional update
+  for other built-ins. dryRun other than All is 422 (CreateOptions...).
+  AlreadyExists says "object is being deleted: " when the existing object
+  has a deletionTimestamp; a Success Status has no code. A resourceVersion or uid in a
   patch is a precondition. Create with a resourceVersion is 500, as the
   storage layer answers.
 * Merge patch (RFC 7386) and JSON patch (RFC 6902, all six operations;
@@ -59,9 +70,11 @@ What is faithful to kube-apiserver (see /work/shared/reference/k8s-facts.md):
   history; too new an RV waits briefly, then 504 ResourceVersionTooLarge),
   remainingItemCount, RV "0" ignoring limit like the watch cache. Built-in
   list items carry no apiVersion/kind; custom-resource list items do (the
-  real server serves CRs as unstructured objects, whose items keep them).
+  real server serves CRs as unstructured objects, whose items keep them,
+  and whose list metadata always has continue, "" on the last page).
 * Metadata-only responses (as=PartialObjectMetadata[List];g=meta.k8s.io;
-  v=v1), content negotiation over a comma-separated Accept (406 if none fits).
+  v=v1; an empty list's items are null), content negotiation over a
+  comma-separated Accept (406 if none fits).
 * WATCH: chunked HTTP/1.1, one compact JSON event per line and per chunk,
   events strictly after the RV, synthetic ADDED for RV ""/"0",
   sendInitialEvents with the initial-events-end bookmark, selector
@@ -69,7 +82,8 @@ What is faithful to kube-apiserver (see /work/shared/reference/k8s-facts.md):
   content and the event's RV, entering is ADDED), periodic BOOKMARKs plus
   one 2 s before the deadline (as the cacher does), timeoutSeconds ending
   the stream with the final chunk, 410 Expired as an ERROR event (or as
-  plain HTTP 410 when ``http_410_on_watch``).
+  plain HTTP 410 when ``http_410_on_watch``). A pod BOOKMARK's object is an
+  empty typed Pod (spec.containers null, status {}), as the cacher encodes it.
 * 429 from API Priority and Fairness: Retry-After and a plain-text body.
   Bearer tokens and x509 client certificates (verified if given, like
   VerifyClientCertIfGiven); 401 Status when neither authenticates.
@@ -80,9 +94,13 @@ What is faithful to kube-apiserver (see /work/shared/reference/k8s-facts.md):
 What is not (on purpose; a fake for client tests, not a cluster):
 
 * No admission, RBAC, defaulting or schema validation of CR bodies; only
-  names, label syntax and the Lease fields above are validated.
+  names, label syntax and the Lease fields above are validated. Tests that
+  need a mutating webhook in the create path set ``admission``: a callable
+  (resource, object, dry_run) -> object, called on every create before the
+  name is generated (as mutating admission runs), that may raise ApiError.
 * No garbage collection of ownerReferences, no graceful pod deletion (pods
-  go at once unless they have finalizers), namespaces are deleted at once
+  go at once unless they have finalizers, in one DELETED event where the
+  real server writes MODIFIED with the deletionTimestamp first), namespaces are deleted at once
   without deleting their contents, and objects can be created in a
   namespace that does not exist.
 * No server-side apply, no strategic merge patch (both 415), JSON only (no
@@ -100,6 +118,12 @@ What is not (on purpose; a fake for client tests, not a cluster):
   as=PartialObjectMetadataList alike.
 * DELETE returns the object for pods and a Status "Success" for every other
   resource (the real server varies per resource).
+* Where the real server answers otherwise but this fake's self-tests pin
+  its answer: metadata-only responses say Content-Type
+  application/json;as=...;g=meta.k8s.io;v=v1 (real: application/json); a
+  group/version nothing serves (a CRD not installed) is a JSON NotFound
+  Status (real: text/plain "404 page not found"); the 410 for an expired
+  continue token has empty metadata (real: a continue token for the rest).
 * Faults, latency and the request log apply to HTTP only; the direct helpers
   (api.create/update/patch/delete/get) skip authentication and faults but
   otherwise run the same code as HTTP requests (events, RVs, validation).
@@ -150,7 +174,8 @@ def status_object(code, reason, message, details=None, status="Failure"):
         body["reason"] = reason
     if details is not None:
         body["details"] = details
-    body["code"] = code
+    if status != "Success":  # the handlers' Success Status leaves code unset (omitted)
+        body["code"] = code
     return body
 
 
@@ -179,8 +204,9 @@ def not_found(res, name):
     return ApiError(404, "NotFound", f'{res.group_resource} "{name}" not found', _details(res, name))
 
 
-def already_exists(res, name):
-    return ApiError(409, "AlreadyExists", f'{res.group_resource} "{name}" already exists',
+def already_exists(res, name, deleting=False):
+    prefix = "object is being deleted: " if deleting else ""
+    return ApiError(409, "AlreadyExists", f'{prefix}{res.group_resource} "{name}" already exists',
                     _details(res, name))
 
 
@@ -189,12 +215,14 @@ def conflict(res, name, why=OPTIMISTIC_LOCK_MSG):
                     f'"{name}": {why}', _details(res, name))
 
 
-def invalid(res, name, field, cause, text):
-    """422 Invalid with one field cause, e.g. cause FieldValueInvalid, text 'Invalid value: ...'."""
-    details = _details(res, name, kind=res.kind)
+def invalid(res, name, field, cause, text, by_resource=False):
+    """422 Invalid with one field cause, e.g. cause FieldValueInvalid, text 'Invalid value: ...'.
+    Validation names the kind (Lease.coordination.k8s.io); the storage layer (by_resource)
+    names the resource (leases.coordination.k8s.io)."""
+    details = _details(res, name, kind=None if by_resource else res.kind)
     details["causes"] = [{"reason": cause, "message": text, "field": field}]
-    return ApiError(422, "Invalid", f'{res.qualified_kind} "{name}" is invalid: {field}: {text}',
-                    details)
+    what = res.group_resource if by_resource else res.qualified_kind
+    return ApiError(422, "Invalid", f'{what} "{name}" is invalid: {field}: {text}', details)
 
 
 def bad_request(message):
@@ -244,6 +272,7 @@ class Resource:
     builtin: bool = False
     unconditional_update: bool = None  # PUT without resourceVersion allowed (None: builtin)
     return_deleted: bool = False  # DELETE answers the object instead of a Status
+    generation: bool = True       # metadata.generation kept (CRs and most workload kinds)
 
     @property
     def key(self):
@@ -277,20 +306,22 @@ def _builtin(group, version, plural, kind, **kw):
 
 
 BUILTIN_RESOURCES = (
-    _builtin("", "v1", "namespaces", "Namespace", namespaced=False, status=True),
+    _builtin("", "v1", "namespaces", "Namespace", namespaced=False, status=True,
+             generation=False),
     _builtin("", "v1", "pods", "Pod", status=True, return_deleted=True),
-    _builtin("", "v1", "services", "Service", status=True),
-    _builtin("", "v1", "events", "Event"),
-    _builtin("", "v1", "configmaps", "ConfigMap"),
-    _builtin("", "v1", "secrets", "Secret"),
+    _builtin("", "v1", "services", "Service", status=True, generation=False),
+    _builtin("", "v1", "events", "Event", generation=False),
+    _builtin("", "v1", "configmaps", "ConfigMap", generation=False),
+    _builtin("", "v1", "secrets", "Secret", generation=False),
     _builtin("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
              "MutatingWebhookConfiguration", namespaced=False),
-    _builtin("events.k8s.io", "v1", "events", "Event"),
+    _builtin("events.k8s.io", "v1", "events", "Event", generation=False),
     _builtin("batch", "v1", "jobs", "Job", status=True),
     _builtin("apps", "v1", "deployments", "Deployment", status=True),
     _builtin("apps", "v1", "statefulsets", "StatefulSet", status=True),
     _builtin("apps", "v1", "replicasets", "ReplicaSet", status=True),
-    _builtin("coordination.k8s.io", "v1", "leases", "Lease", unconditional_update=False),
+    _builtin("coordination.k8s.io", "v1", "leases", "Lease", unconditional_update=False,
+             generation=False),
 )
 
 ML_CRDS = (
@@ -732,6 +763,38 @@ def meta_of(obj):
     return obj.get("metadata") or {}
 
 
+def mark_deleted(meta, now):
+    """deletionTimestamp and a zero grace period; generation counts the deletion where kept."""
+    meta.update(deletionTimestamp=rfc3339(now), deletionGracePeriodSeconds=0)
+    if meta.get("generation"):
+        meta["generation"] += 1
+
+
+def pod_qos_class(spec):
+    """The pod's QoS class as the API server computes it at create (simplified to cpu and
+    memory of the regular containers)."""
+    containers = (spec or {}).get("containers") or []
+    requests = limits = 0
+    guaranteed = bool(containers)
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        requests += len(req)
+        limits += len(lim)
+        for r in ("cpu", "memory"):
+            if r not in lim or req.get(r, lim[r]) != lim[r]:
+                guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+# Fields of a v1 Event that Go's encoder writes even when unset (no omitempty, or a struct).
+EVENT_ZERO_FIELDS = (("involvedObject", {}), ("source", {}), ("firstTimestamp", None),
+                     ("lastTimestamp", None), ("eventTime", None), ("reportingComponent", ""),
+                     ("reportingInstance", ""))
+
+
 def partial_metadata(obj):
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
             "metadata": obj.get("metadata", {})}
@@ -812,9 +875,10 @@ class Store:
         while hist and len(hist) > max(self.history_limit, 0):
             self.compacted[rkey] = hist.popleft().rv
 
-    def compact(self):
+    def compact(self, rkeys=()):
+        """Drop the history of every resource seen (and of rkeys, e.g. every one served)."""
         with self.lock:
-            for rkey in list(self.history) + list(self.objects):
+            for rkey in list(self.history) + list(self.objects) + list(rkeys):
                 self.history[rkey].clear()
                 self.compacted[rkey] = self.rv
             self.snapshots.clear()
@@ -981,7 +1045,10 @@ class Watcher:
             meta["annotations"] = annotations
         if self.meta_only:
             return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
-        return {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta}
+        out = {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta}
+        if res.key == ("", "v1", "pods"):  # an empty typed Pod, as the cacher encodes it
+            out.update(spec={"containers": None}, status={})
+        return out
 
 
 def next_bookmark_time(now, interval, deadline, pretimeout=2.0):
@@ -1027,11 +1094,13 @@ class Operations:
         return self._list_body(res, meta, items, meta_only)
 
     def _list_body(self, res, meta, items, meta_only):
-        if meta_only:
+        if meta_only:  # an empty typed list encodes its nil items slice as null
             return {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": meta, "items": [partial_metadata(o) for o in items]}
+                    "metadata": meta, "items": [partial_metadata(o) for o in items] or None}
         if res.builtin:
             items = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in items]
+        else:  # an unstructured list always has metadata.continue, "" on the last page
+            meta = dict(meta, **{"continue": meta.get("continue", "")})
         return {"kind": res.kind + "List", "apiVersion": res.api_version, "metadata": meta,
                 "items": items}
 
@@ -1104,14 +1173,18 @@ class Operations:
         if route.name is not None or (res.namespaced and route.namespace is None):
             raise method_not_allowed()
         obj = self._decode(res, body)
+        self._set_namespace(res, route, obj["metadata"])
+        if self.api.admission is not None:
+            obj = self.api.admission(res, obj, dry_run)
         meta = obj["metadata"]
-        self._set_namespace(res, route, meta)
         if meta.get("resourceVersion"):
             raise internal_error("resourceVersion should not be set on objects to be created")
         with self.store.lock:
             self._set_name(res, meta)
-            if self.store.get(res, meta.get("namespace"), meta["name"]) is not None:
-                raise already_exists(res, meta["name"])
+            existing = self.store.get(res, meta.get("namespace"), meta["name"])
+            if existing is not None:
+                raise already_exists(res, meta["name"], deleting=bool(
+                    meta_of(existing).get("deletionTimestamp")))
             self._prepare_create(res, obj)
             return obj if dry_run else self.store.commit(res, ADDED, obj, None)
 
@@ -1131,7 +1204,8 @@ class Operations:
             rv = meta.get("resourceVersion") or ""
             if not rv and not res.allows_unconditional_update:
                 raise invalid(res, route.name, "metadata.resourceVersion", "FieldValueInvalid",
-                              "Invalid value: 0x0: must be specified for an update")
+                              "Invalid value: 0: must be specified for an update",
+                              by_resource=True)
             self._check_preconditions(res, cur, rv, meta.get("uid"))
             return self._commit_update(res, cur, incoming, route.subresource, dry_run)
 
@@ -1179,11 +1253,11 @@ class Operations:
             if meta.get("deletionTimestamp"):
                 return cur, False
             new = fast_copy(cur)
-            new["metadata"].update(deletionTimestamp=rfc3339(self.api.clock()),
-                                   deletionGracePeriodSeconds=0,
-                                   generation=meta.get("generation", 1) + 1)
+            mark_deleted(new["metadata"], self.api.clock())
             return (new if dry_run else self.store.commit(res, MODIFIED, new, cur)), False
         gone = fast_copy(cur)
+        if res.key == ("", "v1", "pods"):  # graceful deletion with a zero grace period
+            mark_deleted(gone["metadata"], self.api.clock())
         if not dry_run:
             self.store.commit(res, DELETED, gone, cur)
         if res.return_deleted:
@@ -1261,12 +1335,20 @@ class Operations:
             meta.pop(system, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.api.clock())
-        meta["generation"] = 1
+        meta.pop("generation", None)
+        if res.generation:
+            meta["generation"] = 1
         if res.status:
             obj.pop("status", None)
         if res.key == ("", "v1", "namespaces"):
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
+            obj["spec"] = {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
+        elif res.key == ("", "v1", "pods"):
+            obj["status"] = {"phase": "Pending", "qosClass": pod_qos_class(obj.get("spec"))}
+        elif res.key == ("", "v1", "events"):
+            for field, zero in EVENT_ZERO_FIELDS:  # what Go's encoder writes for unset fields
+                obj.setdefault(field, zero)
         self._validate(res, obj)
 
     def _check_preconditions(self, res, cur, rv, uid):
@@ -1299,13 +1381,15 @@ class Operations:
                 meta[system] = old_meta[system]
             else:
                 meta.pop(system, None)
+        if res.key == ("", "v1", "namespaces") and "spec" not in new:
+            new["spec"] = fast_copy(cur.get("spec", {}))  # spec.finalizers: not via update
         if old_meta.get("deletionTimestamp"):
             added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
             if added:
                 raise invalid(res, old_meta["name"], "metadata.finalizers", "FieldValueForbidden",
                               "Forbidden: no new finalizers can be added if the object is being "
                               "deleted, found new finalizers " + json.dumps(sorted(added)))
-        if spec_part(new) != spec_part(cur):
+        if res.generation and spec_part(new) != spec_part(cur):
             meta["generation"] = old_meta.get("generation", 1) + 1
         return new
 
@@ -1413,10 +1497,14 @@ def _int_param(query, name, default):
     return max(int(text), 0)
 
 
-def invalid_query(field, text):
-    return ApiError(422, "Invalid", f"ListOptions.meta.k8s.io \"\" is invalid: {field}: {text}",
-                    {"kind": "ListOptions", "group": META_GROUP,
-                     "causes": [{"reason": "FieldValueForbidden", "message": text, "field": field}]})
+def invalid_query(field, text, options="ListOptions", reason="FieldValueForbidden"):
+    """422 for a query parameter, as the options' validation answers (field.Forbidden's
+    message starts with "Forbidden: ", field.NotSupported's with "Unsupported value: ")."""
+    if reason == "FieldValueForbidden":
+        text = "Forbidden: " + text
+    return ApiError(422, "Invalid", f"{options}.meta.k8s.io \"\" is invalid: {field}: {text}",
+                    {"group": META_GROUP, "kind": options,
+                     "causes": [{"reason": reason, "message": text, "field": field}]})
 
 
 def encode_continue(rv, start, epoch=0):
@@ -1745,7 +1833,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self._send_doc(200, ops.list(route, query, kind == "meta"), kind)
 
     def _write(self, method, route, query, body):
-        ops, dry = self.server.api._ops, _dry_run(query)
+        ops, dry = self.server.api._ops, _dry_run(query, method)
         kind = negotiate(self.headers.get("Accept"), "object")
         if method in ("POST", "PUT"):
             self._require_json_body()
@@ -1930,12 +2018,15 @@ def _watch_initial_events(query, bookmarks):
     return True
 
 
-def _dry_run(query):
+def _dry_run(query, method):
     value = query.get("dryRun")
     if value in (None, ""):
         return False
     if value != "All":
-        raise bad_request(f"Invalid dry run value {value!r}: only 'All' is supported")
+        options = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}.get(
+            method, "DeleteOptions")
+        raise invalid_query("dryRun", f'Unsupported value: [{json.dumps(value)}]: supported '
+                            f'values: "All"', options, "FieldValueNotSupported")
     return True
 
 
@@ -1967,6 +2058,7 @@ class FakeApiServer:
     default_watch_timeout  seconds a watch without timeoutSeconds lasts (1800)
     too_large_rv_wait   seconds a list waits for a future RV before 504 (0.5; real: 3)
     paginate_rv0        honour limit on lists with resourceVersion=0 (False, like the watch cache)
+    admission           None, or a mutating-admission stand-in for creates (module docstring)
     requests            the request log (list of dicts); errors: tracebacks of bugs in the fake
     """
 
@@ -1982,6 +2074,7 @@ class FakeApiServer:
         self.default_watch_timeout = 1800
         self.too_large_rv_wait = 0.5
         self.paginate_rv0 = False
+        self.admission = None
         self.requests, self.errors = [], []
         self.port = None
         self._log_lock = threading.Lock()
@@ -2150,8 +2243,9 @@ class FakeApiServer:
         return [fast_copy(o) for o in items if ns is None or meta_of(o).get("namespace") == ns]
 
     def compact(self):
-        """Drop the whole event history: older watch RVs and continue tokens get 410."""
-        self._store.compact()
+        """Drop the whole event history: older watch RVs and continue tokens get 410 (also for
+        resources never written to)."""
+        self._store.compact([r.key for r in self._registry.all()])
 
     def _route(self, what, ns=None, name=None, subresource=None):
         if isinstance(what, str) and what.startswith("/"):

@@ -11,8 +11,10 @@ Behaves like the TSL/JAX server (see ../../../shared/reference/profiler.md):
   opts.start_timestamp_ns and waits opts.duration_ms (field 9, not field 1);
 * a deadline that passes first answers CANCELLED and saves nothing;
 * on success it writes <repository_root>/<session_id>/<host>.xplane.pb,
-  host = host_name, or the pod's own host name when host_name is empty,
-  with ':' replaced by '_'; gs://bucket/path roots are written under
+  host = host_name verbatim with ':' replaced by '_' -- an empty host_name
+  gives ".xplane.pb", as JAX 0.10's server does (the end-to-end tier
+  showed it; the server never falls back to its own host name);
+  gs://bucket/path roots are written under
   ``gcs_dir``/bucket/path (standing in for GCS);
 * every request is logged (``requests``: dicts with the decoded fields,
   the pod, the arrival time and the outcome).
@@ -239,7 +241,7 @@ class _Servicer:
                     await context.abort(grpc.StatusCode.CANCELLED, "profiling session cancelled")
                 await asyncio.sleep(min(0.01, max(0.0, end - time.monotonic())))
         empty = self.pod.mode == "empty"
-        host = request.host_name or self.pod.hostname
+        host = request.host_name
         path = self.prof.output_path(request.repository_root, request.session_id, host)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:

@@ -1,9 +1,13 @@
-"""The Helm charts (DESIGN §5, issue [4/4]) rendered as `helm template` renders them
-(helm when present, else tests/tools/helmrender): default values, seed 003's --set line,
-certManager.enabled=false and webhook.failurePolicy=Fail. Every object parses and carries
-the fields the design names; the operator's rendered args and the certgen Job's args go
-through the real binaries' flag parsers (the certgen Job runs against the fake API server);
-manifests/install/ is the default rendering and manifests/crd/ the chart's CRD."""
+"""The Helm charts (DESIGN §5) rendered and linted by the real helm binary
+(tests/tools/charts.py: $MLD_HELM, else tests/e2e/build.sh's, else PATH; none is a
+failure): default values, seed 003's --set lines, certManager.enabled=false and
+webhook.failurePolicy=Fail. `helm lint --strict` passes for both charts with the defaults
+and with seed 003's values; values.schema.json refuses wrong values naming them. Every
+object parses and carries the fields the design names; the operator's rendered args and
+the certgen Job's args go through the real binaries' flag parsers (the certgen Job runs
+against the fake API server); the `helm test` hooks run `selftest` as rendered against the
+fake API server, and their RBAC allows exactly the requests it makes; manifests/install/
+is the default rendering (without the test hooks) and manifests/crd/ the chart's CRD."""
 import copy
 import json
 import os
@@ -18,7 +22,8 @@ HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "fakes"))
 import charts  # noqa: E402
-from charts import NAMESPACE, find, render  # noqa: E402
+import rbaccheck  # noqa: E402
+from charts import NAMESPACE, find, hook_phases, render  # noqa: E402
 from fake_apiserver import FakeApiServer  # noqa: E402
 from harness import BIN_DIR  # noqa: E402
 
@@ -34,10 +39,7 @@ DEFAULT_ARGS = ["--leader-elect", "--health-probe-bind-address=:8081",
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
                   "CustomResourceDefinition", "Namespace"}
 READ_VERBS = {"get", "list", "watch"}
-
-
-def hook_phases(obj):
-    return set(obj["metadata"].get("annotations", {}).get("helm.sh/hook", "").split(",")) - {""}
+SELFTEST_NS = "default"  # the webhook chart's selftest.namespace
 
 
 class Common:
@@ -50,6 +52,8 @@ class Common:
             self.assertLessEqual(len(meta["name"]), 253)
             if d["kind"] in CLUSTER_SCOPED:
                 self.assertNotIn("namespace", meta, d["kind"])
+            elif hook_phases(d) == {"test"} and d["kind"] in ("Role", "RoleBinding"):
+                self.assertIn(meta.get("namespace"), (NAMESPACE, SELFTEST_NS), meta["name"])
             else:
                 self.assertEqual(meta.get("namespace"), NAMESPACE, (d["kind"], meta["name"]))
             self.assertEqual(meta["labels"]["app.kubernetes.io/part-of"], "mldiagnostics")
@@ -77,7 +81,7 @@ class Common:
 class WebhookChartTest(unittest.TestCase, Common):
     @classmethod
     def setUpClass(cls):
-        cls.docs = render(WH)
+        cls.docs = render(WH, tests=False)
 
     def test_objects_parse(self):
         self.check_objects(self.docs)
@@ -214,11 +218,11 @@ class WebhookChartTest(unittest.TestCase, Common):
         self.assertFalse([d for d in self.docs if hook_phases(d)])
 
     def test_values_named_by_the_design(self):
-        docs = render(WH, sets=["webhook.failurePolicy=Fail", "webhook.timeoutSeconds=3",
-                                "webhook.replicas=3", "clusterName=tpu-east",
-                                "kubernetesClusterDomain=corp.local",
-                                "otel.collectorName=col", "otel.collectorNamespace=obs",
-                                "image.repository=reg.example/wh", "image.tag=v9"])
+        docs = render(WH, tests=False, sets=[
+            "webhook.failurePolicy=Fail", "webhook.timeoutSeconds=3", "webhook.replicas=3",
+            "clusterName=tpu-east", "kubernetesClusterDomain=corp.local",
+            "otel.collectorName=col", "otel.collectorNamespace=obs",
+            "image.repository=reg.example/wh", "image.tag=v9"])
         self.check_objects(docs)
         (hook,) = find(docs, "MutatingWebhookConfiguration")["webhooks"]
         self.assertEqual((hook["failurePolicy"], hook["timeoutSeconds"]), ("Fail", 3))
@@ -243,19 +247,17 @@ class WebhookChartTest(unittest.TestCase, Common):
                        "values": ["kube-system", NAMESPACE]},
                       hook["namespaceSelector"]["matchExpressions"])
 
-    def test_bad_values_are_refused_by_name(self):
-        for sets, word in ((["webhook.failurePolicy=Sometimes"], "webhook.failurePolicy"),
-                           (["webhook.timeoutSeconds=31"], "webhook.timeoutSeconds"),
-                           (["webhook.configurationName=a-webhook"], "must sort after")):
-            with self.assertRaises(charts.RenderError) as cm:
-                render(WH, sets=sets)
-            self.assertIn(word, str(cm.exception))
+    def test_configuration_name_must_sort_after_jobset_and_lws(self):
+        with self.assertRaises(charts.RenderError) as cm:
+            render(WH, sets=["webhook.configurationName=a-webhook"])
+        self.assertIn("webhook.configurationName", str(cm.exception))
+        self.assertIn("must sort after", str(cm.exception))
 
 
 class CertgenModeTest(unittest.TestCase, Common):
     @classmethod
     def setUpClass(cls):
-        cls.docs = render(WH, sets=["certManager.enabled=false"])
+        cls.docs = render(WH, tests=False, sets=["certManager.enabled=false"])
 
     def test_no_cert_manager_objects(self):
         self.check_objects(self.docs)
@@ -314,7 +316,7 @@ class CertgenModeTest(unittest.TestCase, Common):
             self.assertEqual(find(self.docs, kind, sa)["subjects"][0]["name"], sa)
         off = render(WH, sets=["certManager.enabled=false", "certgen.renewSchedule="])
         self.assertFalse([d for d in off if d["kind"] == "CronJob"])
-        self.assertFalse([d for d in render(WH) if d["kind"] in ("CronJob", "Job")])
+        self.assertFalse([d for d in render(WH, tests=False) if d["kind"] in ("CronJob", "Job")])
 
     def test_the_job_runs_certgen_as_rendered(self):
         job = find(self.docs, "Job")
@@ -354,8 +356,8 @@ class CertgenModeTest(unittest.TestCase, Common):
 class OperatorChartTest(unittest.TestCase, Common):
     @classmethod
     def setUpClass(cls):
-        cls.docs = render(OP)
-        cls.seed = render(OP, sets=[SEED_SET])
+        cls.docs = render(OP, tests=False)
+        cls.seed = render(OP, tests=False, sets=[SEED_SET])
 
     def container(self, docs):
         dep = find(docs, "Deployment", OP)
@@ -433,12 +435,13 @@ class OperatorChartTest(unittest.TestCase, Common):
                     got[(g, res)] = set(r["verbs"])
         self.assertEqual(got, {
             ("diagon.gke.io", "mldiagnosticsconnections"): READ_VERBS,
-            ("diagon.gke.io", "mldiagnosticsconnections/status"): {"get", "update", "patch"},
+            ("diagon.gke.io", "mldiagnosticsconnections/status"): {"update"},
+            ("", "namespaces"): {"list", "watch"},
             ("", "pods"): READ_VERBS,
             ("jobset.x-k8s.io", "jobsets"): READ_VERBS,
             ("ray.io", "rayjobs"): READ_VERBS,
             ("leaderworkerset.x-k8s.io", "leaderworkersets"): READ_VERBS,
-            ("", "events"): {"create", "patch"},
+            ("", "events"): {"create"},
         })
         role = find(self.docs, "Role")
         self.assertEqual(role["rules"], [{"apiGroups": ["coordination.k8s.io"],
@@ -457,47 +460,258 @@ class OperatorChartTest(unittest.TestCase, Common):
         self.assertFalse([d for d in docs if d["kind"] == "CustomResourceDefinition"])
 
 
-class RendererTest(unittest.TestCase):
-    """The renderer does what helm does with the features the charts rely on (the same
-    expectations hold when helm itself is on PATH)."""
+class LintTest(unittest.TestCase):
+    """`helm lint --strict` (warnings are failures) with the defaults and seed 003's values."""
 
-    CHART = os.path.join(HERE, "..", "fixtures", "charts", "render-check")
+    def test_both_charts_lint_strict(self):
+        for chart, sets in ((WH, []), (WH, ["certManager.enabled=false"]),
+                            (WH, ["webhook.failurePolicy=Fail"]), (OP, []), (OP, [SEED_SET])):
+            with self.subTest(chart=chart, sets=sets):
+                out = charts.lint(chart, sets=sets)
+                self.assertIn("1 chart(s) linted, 0 chart(s) failed", out)
+                self.assertNotIn("[WARNING]", out)
+                self.assertNotIn("[ERROR]", out)
 
-    def render(self, *sets, hooks=True):
-        old = charts.CHARTS
-        charts.CHARTS = os.path.dirname(self.CHART)
+
+class SchemaTest(unittest.TestCase):
+    """values.schema.json: helm refuses a wrong value and names it (its JSON path); every
+    default and seed 003's values pass; an unknown key is refused rather than ignored."""
+
+    BAD = (
+        (WH, ["webhook.failurePolicy=Maybe"], "/webhook/failurePolicy",
+         "value must be one of 'Ignore', 'Fail'"),
+        (WH, ["webhook.timeoutSeconds=0"], "/webhook/timeoutSeconds", "minimum"),
+        (WH, ["webhook.timeoutSeconds=31"], "/webhook/timeoutSeconds", "maximum"),
+        (WH, ["webhook.replicas=-1"], "/webhook/replicas", "minimum"),
+        (WH, ["image.tag=2"], "/image/tag", "want string"),
+        (WH, ["certManager.enabled=yes"], "/certManager/enabled", "want boolean"),
+        (WH, ["selftest.namespace=Not_A_Namespace"], "/selftest/namespace", "does not match"),
+        (WH, ["webhok.replicas=2"], "additional properties 'webhok' not allowed", ""),
+        (OP, ["mldiagnosticsConnectionOperator.controller.args=--leader-elect"],
+         "/mldiagnosticsConnectionOperator/controller/args", "want array"),
+        (OP, ["mldiagnosticsConnectionOperator.controller.args={1,2}"],
+         "/mldiagnosticsConnectionOperator/controller/args/0", "want string"),
+        (OP, ["mldiagnosticsConnectionOperator.replicas=one"],
+         "/mldiagnosticsConnectionOperator/replicas", "want integer"),
+        (OP, ["crds.install=no"], "/crds/install", "want boolean"),
+        (OP, ["image.tag=7"], "/image/tag", "want string"),
+    )
+
+    def test_wrong_values_are_refused_by_name(self):
+        for chart, sets, name, why in self.BAD:
+            with self.subTest(sets=sets):
+                with self.assertRaises(charts.RenderError) as cm:
+                    render(chart, sets=sets)
+                msg = str(cm.exception)
+                self.assertIn("values don't meet the specifications of the schema", msg)
+                self.assertIn(name, msg)
+                self.assertIn(why, msg)
+                with self.assertRaises(charts.RenderError) as cm:  # lint refuses it too
+                    charts.lint(chart, sets=sets)
+                self.assertIn(name, str(cm.exception))
+
+    def test_a_values_file_is_checked_too(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write("image:\n  tag: 1.2\n")
+            f.flush()
+            with self.assertRaises(charts.RenderError) as cm:
+                render(WH, values=[f.name])
+        self.assertIn("/image/tag", str(cm.exception))
+        render(WH, set_strings=["image.tag=1.2"])  # the way to give a numeric tag
+
+    def test_defaults_and_seed_values_pass(self):
+        for chart in (WH, OP):
+            with open(os.path.join(charts.CHARTS, chart, "values.schema.json")) as f:
+                schema = json.load(f)
+            with open(os.path.join(charts.CHARTS, chart, "values.yaml")) as f:
+                values = yaml.safe_load(f)
+            self.assertFalse(schema["additionalProperties"])
+            self.assertEqual(set(values) - set(schema["properties"]), set(), chart)
+        render(WH, sets=["certManager.enabled=false"])
+        render(OP, sets=[SEED_SET])
+        render(WH, sets=["webhook.namespaceSelectorExpressions[0].key=team",
+                         "webhook.namespaceSelectorExpressions[0].operator=In",
+                         "webhook.namespaceSelectorExpressions[0].values={ml}",
+                         "podDisruptionBudget.maxUnavailable=50%"])
+
+
+def selftest_hooks(docs):
+    return [d for d in docs if hook_phases(d) == {"test"}]
+
+
+class SelftestHookChecks:
+    """The `helm test` hooks of a chart: a test Pod after its own ServiceAccount and RBAC,
+    delete policies, the server's image, the binary's flag parser, pod security, and least
+    privilege: the bound rules allow every request `selftest` makes as rendered against the
+    fake API server, and every rule is used."""
+
+    def check_hooks(self, docs, release_name):
+        hooks = selftest_hooks(docs)
+        self.assertEqual(sorted(d["kind"] for d in hooks), self.KINDS)
+        pod = find(hooks, "Pod")
+        weight = lambda d: int(d["metadata"]["annotations"].get("helm.sh/hook-weight", "0"))
+        for d in hooks:
+            ann = d["metadata"]["annotations"]
+            if d is pod:
+                self.assertEqual(ann["helm.sh/hook-delete-policy"], "before-hook-creation")
+            else:
+                self.assertLess(weight(d), weight(pod), d["kind"])
+                self.assertEqual(ann["helm.sh/hook-delete-policy"],
+                                 "before-hook-creation,hook-succeeded")
+        spec = pod["spec"]
+        self.assertEqual(spec["restartPolicy"], "Never")
+        self.check_pod_security(spec)
+        sa = find(hooks, "ServiceAccount")["metadata"]["name"]
+        self.assertEqual(spec["serviceAccountName"], sa)
+        (c,) = spec["containers"]
+        server = find(docs, "Deployment", release_name)["spec"]
+        self.assertEqual(c["image"], server["template"]["spec"]["containers"][0]["image"])
+        self.assertEqual(c["args"][0], "selftest")
+        # the test pod is never one of the server's pods (Service, PDB)
+        for sel in [server["selector"]["matchLabels"]] + [
+                d["spec"]["selector"] for d in docs if d["kind"] == "Service"]:
+            labels = pod["metadata"]["labels"]
+            self.assertFalse(all(labels.get(k) == v for k, v in sel.items()), sel)
+        return hooks, pod, c, (sa, NAMESPACE)
+
+    def check_flags(self, binary, args):
+        exe = os.path.join(BIN_DIR, binary)
+        p = subprocess.run([exe, *args, "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        bad = subprocess.run([exe, *args, "--bogus"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--bogus", bad.stderr)
+
+    def check_least_privilege(self, hooks, subject, requests):
+        grant_list = rbaccheck.grants(hooks, subject)
+        used = set()
+        for r in requests:
+            attrs = rbaccheck.attributes(r["method"], r["path"], r["query"])
+            hit = rbaccheck.allowing_rule(grant_list, *attrs)
+            self.assertIsNotNone(hit, "not allowed by the test's RBAC: %s %s" % (
+                r["method"], r["path"]))
+            used.add(json.dumps(hit, sort_keys=True))
+        every = {json.dumps((ns, rule), sort_keys=True) for ns, rules in grant_list
+                 for rule in rules}
+        self.assertEqual(every - used, set(), "rules no request needed")
+        for ns, rules in grant_list:
+            for rule in rules:
+                self.assertNotIn("*", rule["verbs"] + rule["resources"] + rule["apiGroups"])
+
+
+class WebhookSelftestHookTest(unittest.TestCase, Common, SelftestHookChecks):
+    KINDS = ["ClusterRole", "ClusterRoleBinding", "Pod", "Role", "RoleBinding",
+             "ServiceAccount"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render(WH)
+
+    def test_hooks(self):
+        self.check_objects(self.docs)
+        hooks, pod, c, subject = self.check_hooks(self.docs, WH)
+        mwc = find(self.docs, "MutatingWebhookConfiguration")["metadata"]["name"]
+        self.assertEqual(c["args"], ["selftest", "--namespace=" + SELFTEST_NS,
+                                     "--webhook-config=" + mwc, "--image=" + c["image"],
+                                     "--timeout=60s"])
+        self.check_flags("mldiagnostics-webhook", c["args"])
+        role = find(hooks, "Role")
+        self.assertEqual(role["metadata"]["namespace"], SELFTEST_NS)
+        self.assertEqual(role["rules"], [{"apiGroups": [""], "resources": ["pods"],
+                                          "verbs": ["create"]}])
+        self.assertEqual(find(hooks, "ClusterRole")["rules"], [
+            {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": [SELFTEST_NS],
+             "verbs": ["get"]},
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["mutatingwebhookconfigurations"], "resourceNames": [mwc],
+             "verbs": ["get"]}])
+
+    def test_selftest_namespace_value(self):
+        docs = render(WH, sets=["selftest.namespace=ml", "selftest.timeout=5m"])
+        hooks = selftest_hooks(docs)
+        self.assertEqual({d["metadata"].get("namespace") for d in hooks
+                          if d["kind"] in ("Role", "RoleBinding")}, {"ml"})
+        self.assertEqual(find(hooks, "ClusterRole")["rules"][0]["resourceNames"], ["ml"])
+        args = find(hooks, "Pod")["spec"]["containers"][0]["args"]
+        self.assertIn("--namespace=ml", args)
+        self.assertIn("--timeout=5m", args)
+        self.assertFalse(selftest_hooks(render(WH, tests=False)))
+
+    def test_runs_as_rendered_with_least_privilege(self):
+        """The rendered command against the fake API server holding the chart's objects:
+        the webhook's Service name does not resolve here, so it fails as unreachable
+        after asking for everything its RBAC grants, and for nothing more."""
+        hooks = selftest_hooks(self.docs)
+        pod = find(hooks, "Pod")
+        api = FakeApiServer()
+        api.start()
         try:
-            return render("render-check", release="rel", namespace="ns", sets=sets, hooks=hooks)
+            with tempfile.TemporaryDirectory() as tmp:
+                kc = os.path.join(tmp, "kubeconfig")
+                api.kubeconfig(kc)
+                api.create(("admissionregistration.k8s.io", "v1",
+                            "mutatingwebhookconfigurations"),
+                           copy.deepcopy(find(self.docs, "MutatingWebhookConfiguration")))
+                args = pod["spec"]["containers"][0]["args"]
+                p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-webhook"), *args,
+                                    "--timeout=0s", "--kubeconfig", kc], capture_output=True,
+                                   text=True, timeout=60)
+                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                self.assertIn("webhook unreachable: https://%s.%s.svc:443/mutate" % (
+                    WH, NAMESPACE), p.stderr)
+                self.check_least_privilege(hooks, (pod["spec"]["serviceAccountName"],
+                                                   NAMESPACE), api.requests)
         finally:
-            charts.CHARTS = old
+            api.stop()
 
-    def test_include_tpl_toyaml_and_set_forms(self):
-        docs = self.render("int=42,bool=TRUE,str=007,zero=0", "args={--a=:1,--b}", "idx[1]=y",
-                           "esc=a\\,b\\.c", "nested.replace=new,nested.drop=null",
-                           "required=ok")
-        self.assertEqual([d["kind"] for d in docs], ["ConfigMap", "Job"])  # hooks last
-        cm = docs[0]
-        self.assertEqual(cm["metadata"]["labels"], {"chart": "render-check-1.2.3",
-                                                    "release": "rel"})
-        data = cm["data"]
-        self.assertEqual(data["tpl"], "hello base from ns")
-        self.assertEqual(data["required"], "ok")
-        self.assertEqual(yaml.safe_load(data["nested"]),
-                         {"keep": "kept", "list": ["a", "b"], "replace": "new"})
-        self.assertEqual(data["nested"], "keep: kept\nlist:\n- a\n- b\nreplace: new\n")
-        self.assertEqual(data["types"], "int64 bool string int64")
-        self.assertEqual(json.loads(data["list"]), ["--a=:1", "--b"])
-        self.assertEqual(json.loads(data["indexed"]), [None, "y"])
-        self.assertEqual(data["escaped"], "a,b.c")
-        self.assertEqual(data["missing"], "")
-        self.assertEqual(data["app"], "4.5.6")
-        self.assertEqual([d["kind"] for d in self.render("required=x", hooks=False)],
-                         ["ConfigMap"])
 
-    def test_required_fails_with_its_message(self):
-        with self.assertRaises(charts.RenderError) as cm:
-            self.render()
-        self.assertIn("required must be set", str(cm.exception))
+class OperatorSelftestHookTest(unittest.TestCase, Common, SelftestHookChecks):
+    KINDS = ["Pod", "Role", "RoleBinding", "ServiceAccount"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = render(OP, sets=[SEED_SET])
+
+    def test_hooks(self):
+        self.check_objects(self.docs)
+        hooks, pod, c, subject = self.check_hooks(self.docs, OP)
+        self.assertEqual(c["args"], ["selftest", "--namespace=" + NAMESPACE,
+                                     "--deployment=" + OP, "--timeout=60s"])
+        self.check_flags("mldiagnostics-operator", c["args"])
+        self.assertEqual(find(hooks, "Role")["rules"], [
+            {"apiGroups": ["diagon.gke.io"], "resources": ["mldiagnosticsconnections"],
+             "verbs": ["list"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": [OP],
+             "verbs": ["get"]}])
+
+    def test_runs_as_rendered_with_least_privilege(self):
+        hooks = selftest_hooks(self.docs)
+        pod = find(hooks, "Pod")
+        api = FakeApiServer()
+        api.register_ml_crds()
+        api.start()
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                kc = os.path.join(tmp, "kubeconfig")
+                api.kubeconfig(kc)
+                dep = copy.deepcopy(find(self.docs, "Deployment", OP))
+                api.create(("apps", "v1", "deployments"), dep, ns=NAMESPACE)
+                got = api.get(("apps", "v1", "deployments"), OP, ns=NAMESPACE)
+                got["status"] = {"replicas": 1, "readyReplicas": 1}
+                api.update(("apps", "v1", "deployments"), got, ns=NAMESPACE,
+                           subresource="status")
+                args = pod["spec"]["containers"][0]["args"]
+                p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-operator"), *args,
+                                    "--kubeconfig", kc], capture_output=True, text=True,
+                                   timeout=60)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn("selftest passed", p.stdout)
+                self.check_least_privilege(hooks, (pod["spec"]["serviceAccountName"],
+                                                   NAMESPACE), api.requests)
+        finally:
+            api.stop()
+
+
 
 
 class InstallManifestsTest(unittest.TestCase):
@@ -508,8 +722,9 @@ class InstallManifestsTest(unittest.TestCase):
             path = os.path.join(charts.ROOT, "manifests", "install", chart + ".yaml")
             with open(path) as f:
                 committed = [d for d in yaml.safe_load_all(f) if d]
-            self.assertEqual(committed, render(chart),
+            self.assertEqual(committed, render(chart, tests=False),
                              "%s is stale: run `make manifests`" % path)
+            self.assertFalse([d for d in committed if "test" in hook_phases(d)], path)
 
     def test_namespace_first(self):
         with open(os.path.join(charts.ROOT, "manifests", "install", "00-namespace.yaml")) as f:

@@ -5,7 +5,8 @@ API server (tests/fakes/fake_apiserver.py) and real gRPC profiler servers
 request fields, failures naming the pod and the reason, invalid specs
 failing without an RPC, workloadRef targets, --disable-hostname-override,
 one capture per pod, deletion cancelling RPCs, retries of UNAVAILABLE,
-events, metrics and the audit of uninjected pods."""
+events, metrics and the audit (uninjected pods, namespace-label opt-ins, pods
+whose injected identity the google-cloud-mldiagnostics SDK would refuse)."""
 import itertools
 import os
 import re
@@ -490,23 +491,74 @@ class CaptureTest(OperatorTest):
                               if e["reason"] == "PodsNotInjected"]), 1)
 
 
+    def test_audit_covers_the_namespace_label(self):
+        """DESIGN §4.4: every opt-in path of §3.3, the namespace label
+        included (a JobSet without its own label in a labelled namespace)."""
+        ns = "ml-labelled"
+        self.api.create(("", "v1", "namespaces"),
+                        {"metadata": {"name": ns, "labels": {"managed-mldiagnostics-gke": "true"}}})
+        self.api.create(JOBSETS, {"metadata": {"name": "by-ns"}, "spec": {}}, ns=ns)
+        label = {"jobset.sigs.k8s.io/jobset-name": "by-ns"}
+        make_pod(self.api, "by-ns-0", next_ip(), labels=label, ns=ns)
+        ev = wait_until(lambda: [e for e in self.events("by-ns", ns=ns)
+                                 if e["reason"] == "PodsNotInjected"], 10)
+        self.assertTrue(ev, self.op.logs()[-2000:])
+        self.assertIn("1 pod of JobSet ml-labelled/by-ns was admitted without ML Diagnostics "
+                      "injection", ev[0]["message"])
+
+    def test_audit_warns_of_an_identity_the_sdk_refuses(self):
+        """DESIGN §3.5/§4.4: an injected pod whose identity lacks a field the
+        SDK requires (here: a --standalone webhook wrote no creation
+        timestamp) gets a Warning Event on its workload naming the field and
+        saying the SDK will refuse to start."""
+        self.api.create(JOBSETS, {"metadata": {"name": "standalone",
+                                               "labels": {"managed-mldiagnostics-gke": "true"}},
+                                  "spec": {}}, ns=NS)
+        ident = ('{"metadata.name":"standalone","metadata.kind":"JobSet",'
+                 '"clustername":"projects/p/locations/l/clusters/prod","namespace":"ml"}')
+        for i in range(2):
+            make_pod(self.api, "standalone-%d" % i, next_ip(),
+                     labels={"jobset.sigs.k8s.io/jobset-name": "standalone"},
+                     annotations={"diagon.gke.io/injection": "0.1.0;abc",
+                                  "diagon.gke.io/identifier": ident,
+                                  "diagon.gke.io/metadata": '{"parent-workload":"Job/x"}'})
+        ev = wait_until(lambda: [e for e in self.events("standalone")
+                                 if e["reason"] == "IncompleteIdentity"
+                                 and e["message"].startswith("2 pods")], 10)
+        self.assertTrue(ev, self.op.logs()[-2000:])
+        self.assertEqual(ev[0]["type"], "Warning")
+        self.assertEqual((ev[0]["involvedObject"]["kind"], ev[0]["involvedObject"]["apiVersion"]),
+                         ("JobSet", "jobset.x-k8s.io/v1alpha2"))
+        self.assertIn("2 pods of JobSet ml/standalone were injected with an identity that lacks "
+                      "creation-timestamp", ev[0]["message"])
+        self.assertIn("the google-cloud-mldiagnostics SDK will refuse to start a run in them",
+                      ev[0]["message"])
+        self.assertIn('mldiagnostics_operator_incomplete_identity_pods{namespace="ml",'
+                      'kind="JobSet",name="standalone"} 2', self.op.metrics())
+        self.assertFalse([e for e in self.events("standalone")
+                          if e["reason"] == "PodsNotInjected"], "they were injected")
+
+
 class HostnameOverrideTest(OperatorTest):
     operator_args = ("--disable-hostname-override",)
 
-    def test_host_name_left_empty(self):
+    def test_host_name_is_the_address_as_xprof_names_it(self):
+        """Not the pod name, and never empty: JAX's server writes
+        <host_name>.xplane.pb verbatim, so an empty name would make every
+        host of a capture write the same ".xplane.pb" (found by the end-to-end
+        tier against jax 0.10). xprof's own client sends "<ip>:<port>"."""
         self.prof.add_pod("hn-0", "127.3.0.1", hostname="trainer-host-0")
         make_pod(self.api, "hn-0", "127.3.0.1", hostname="trainer-host-0")
         spec = self.capture("hn", podName="hn-0")
         st = self.wait_phase("hn")["status"]
         self.assertEqual(st["phase"], "Succeeded", st)
         r = self.prof.requests_for("hn-0")[0]
-        self.assertEqual(r["host_name"], "")
+        self.assertEqual(r["host_name"], "127.3.0.1:%d" % self.prof.port)
         root = spec["storageLocation"] + "/plugins/profile"
-        # the profiler names the file after its own host name (the pod's spec.hostname)
-        self.assertTrue(os.path.exists(self.prof.output_path(root, st["sessionId"],
-                                                             "trainer-host-0")))
+        stem = "127.3.0.1_%d" % self.prof.port
+        self.assertTrue(os.path.exists(self.prof.output_path(root, st["sessionId"], stem)))
         self.assertEqual(st["hosts"][0]["outputFile"],
-                         "%s/%s/trainer-host-0.xplane.pb" % (root, st["sessionId"]))
+                         "%s/%s/%s.xplane.pb" % (root, st["sessionId"], stem))
 
 
 class CrossNamespaceTest(OperatorTest):

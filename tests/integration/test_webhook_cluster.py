@@ -6,6 +6,7 @@ API calls in steady state, one GET for a burst of misses, and the caches
 converging through dropped watches, 410s, 429 bursts and a restart while
 admissions keep answering within the budget."""
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
@@ -281,7 +282,13 @@ class OwnerChainTest(Cluster):
         attrs = dict(kv.split("=", 1) for kv in env["OTEL_RESOURCE_ATTRIBUTES"]["value"].split(","))
         self.assertEqual((attrs["team"], attrs["tier"], attrs["stage"]), ("ns", "workload", "pod"))
         self.assertEqual(env["OTEL_SERVICE_NAME"]["value"], "rl-trainer")
-        self.assertRegex(attrs["rl.run.id"], r"^v5p-pool-attr-ns-jobset-rl-\d{8}-\d{6}$")
+        # the SDK's run id (DESIGN §3.5; its formula is checked against the SDK's own
+        # vectors in tests/unit/libk8s/test_k8s_mlrun.c): sha256 of
+        # <cluster short>_<namespace>_<Kind>_<name>_<%Y%m%d-%H%M%S UTC>
+        created = self.identity(out)[1]["creation-timestamp"]
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
+        want = hashlib.sha256(("v5p-pool_%s_JobSet_rl_%s" % (ns, stamp)).encode()).hexdigest()
+        self.assertEqual(attrs["rl.run.id"], want)
 
 
 class SteadyStateTest(Cluster):

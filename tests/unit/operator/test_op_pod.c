@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "k8s_mlrun.h"
 #include "op_pod.h"
 #include "test_support.h"
 
@@ -71,4 +72,31 @@ Test(op_pod, defaults_and_refusals)
     json_t *other = json_string("not-packed");
     cr_assert_not(op_pod_view(other, &p));
     json_decref(other);
+}
+
+/* An injected pod keeps the workload its identity names and the fields
+ * the SDK would miss (k8s_mlrun bits), for the audit's Warning Event. */
+Test(op_pod, identity_of_an_injected_pod)
+{
+    json_t *pod =
+        json_pack("{s:{s:s, s:s, s:{s:s, s:s, s:s}}}", "metadata", "name", "w-0", "namespace", "ml",
+                  "annotations", "diagon.gke.io/injection", "0.1.0;x", "diagon.gke.io/identifier",
+                  "{\"metadata.name\":\"train\",\"metadata.kind\":\"JobSet\",\"namespace\":\"ml\"}",
+                  "diagon.gke.io/metadata", "{\"parent-workload\":\"Job/train-w-0\"}");
+    json_t *packed = op_pod_pack(pod);
+    json_decref(pod);
+    struct op_pod p;
+    cr_assert(op_pod_view(packed, &p));
+    cr_expect_str_eq(p.id_kind, "JobSet");
+    cr_expect_str_eq(p.id_name, "train");
+    cr_expect_eq(p.id_missing, 1u << K8S_MLRUN_CLUSTER | 1u << K8S_MLRUN_CREATED);
+    json_decref(packed);
+    /* not injected: nothing to say about an identity */
+    pod = json_pack("{s:{s:s}}", "metadata", "name", "bare");
+    packed = op_pod_pack(pod);
+    cr_assert(op_pod_view(packed, &p));
+    cr_expect_str_eq(p.id_kind, "");
+    cr_expect_eq(p.id_missing, 0);
+    json_decref(packed);
+    json_decref(pod);
 }

@@ -1,6 +1,10 @@
 /* wh_attrs: OTEL_RESOURCE_ATTRIBUTES parse/set/format, percent-encoding
- * (OTel spec: W3C baggage value octets) and merging into a user's value. */
+ * (DESIGN §3.5: the OTel spec's W3C baggage value octets, plus '%', '='
+ * and '$' so what an annotation says reaches the process literally) and
+ * merging into a user's value (kept as written). */
 #include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,17 +41,24 @@ static const struct enc enc_table[] = {
     {"\xc3\xa9t\xc3\xa9", "%C3%A9t%C3%A9"}, /* "été" */
     {"\xe2\x98\x83", "%E2%98%83"},          /* U+2603 */
     {"\xf0\x9f\x98\x80", "%F0%9F%98%80"},   /* U+1F600 */
+    /* '%' always: input that looks encoded reaches the process as written */
     {"100%", "100%25"},
     {"%", "%25"},
     {"%4", "%254"},
     {"%zz", "%25zz"},
-    {"%41", "%41"},
-    {"%c3%A9", "%c3%A9"},
-    {"$(VAR)", "$(VAR)"},
-    {"$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)", "$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)"},
-    {"x=y", "x=y"},
+    {"%41", "%2541"},
+    {"%c3%A9", "%25c3%25A9"},
+    {"a%2Cb", "a%252Cb"},
+    /* '$': no reference of an annotation is expanded by the kubelet */
+    {"$(VAR)", "%24(VAR)"},
+    {"$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)", "%24(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)"},
+    {"$$(HOME)", "%24%24(HOME)"},
+    {"cost$", "cost%24"},
+    /* '=': older opentelemetry-python splits an item at every '=' */
+    {"x=y", "x%3Dy"},
+    {"a=b=c", "a%3Db%3Dc"},
     {"\t\n\x01\x7f", "%09%0A%01%7F"},
-    {"!#$&'()*+-./:<=>?@[]^_`{|}~", "!#$&'()*+-./:<=>?@[]^_`{|}~"},
+    {"!#&'()*+-./:<>?@[]^_`{|}~", "!#&'()*+-./:<>?@[]^_`{|}~"},
     {"gs://bucket/path", "gs://bucket/path"},
 };
 
@@ -60,15 +71,61 @@ Test(wh_attrs, percent_encoding_table)
     }
 }
 
-Test(wh_attrs, encoding_is_idempotent)
+/* Every octet: written as it is exactly when it is a W3C baggage value
+ * octet other than '%', '=' and '$'; else %XX in upper-case hex. */
+Test(wh_attrs, every_octet)
+{
+    for (int c = 1; c < 256; c++) {
+        bool baggage = c == 0x21 || (c >= 0x23 && c <= 0x2B) || (c >= 0x2D && c <= 0x3A) ||
+                       (c >= 0x3C && c <= 0x5B) || (c >= 0x5D && c <= 0x7E);
+        bool plain = baggage && c != '%' && c != '=' && c != '$';
+        char in[2] = {(char)c, '\0'}, want[4];
+        if (plain)
+            snprintf(want, sizeof(want), "%c", c);
+        else
+            snprintf(want, sizeof(want), "%%%02X", c);
+        char *got = encode(in);
+        cr_expect_str_eq(got, want, "octet 0x%02x", c);
+        free(got);
+    }
+}
+
+static int hexval(char c)
+{
+    return c <= '9' ? c - '0' : c - 'A' + 10;
+}
+
+/* What the OTel SDKs decode (percent-decoding) is the text we encoded. */
+Test(wh_attrs, decoding_gives_back_the_text)
 {
     for (size_t i = 0; i < sizeof(enc_table) / sizeof(enc_table[0]); i++) {
-        char *once = encode(enc_table[i].in);
-        char *twice = encode(once);
-        cr_expect_str_eq(twice, once, "encode(encode(\"%s\"))", enc_table[i].in);
-        free(once);
-        free(twice);
+        char *got = encode(enc_table[i].in), back[256];
+        size_t n = 0;
+        for (const char *p = got; *p && n + 1 < sizeof(back); p++) {
+            cr_expect(*p != ',' && *p != '=' && *p != '$' && *p != ' ', "%s", got);
+            if (*p == '%') {
+                back[n++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+                p += 2;
+            } else {
+                back[n++] = *p;
+            }
+        }
+        back[n] = '\0';
+        cr_expect_str_eq(back, enc_table[i].in, "decode(encode(\"%s\"))", enc_table[i].in);
+        free(got);
     }
+}
+
+/* Encoding already-encoded text encodes it again ('%' → %25): the text
+ * is what reaches the process, not a second decoding of it. */
+Test(wh_attrs, already_encoded_input_is_encoded_again)
+{
+    char *once = encode("a b");
+    cr_expect_str_eq(once, "a%20b");
+    char *twice = encode(once);
+    cr_expect_str_eq(twice, "a%2520b");
+    free(once);
+    free(twice);
 }
 
 Test(wh_attrs, encode_appends)
@@ -81,14 +138,31 @@ Test(wh_attrs, encode_appends)
     k8s_buf_done(&b);
 }
 
-Test(wh_attrs, valid_key)
+Test(wh_attrs, keys_are_encoded_too)
 {
-    const char *good[] = {"k8s.pod.name", "rl.run.id", "service.namespace", "a", "A-Z_0/9:x"};
-    const char *bad[] = {"", "a b", "a=b", "a,b", "a;b", "a\"b", "a\\b", "\xc3\xa9", "a\tb"};
-    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        cr_expect(wh_attrs_valid_key(good[i]), "\"%s\"", good[i]);
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        cr_expect_not(wh_attrs_valid_key(bad[i]), "\"%s\"", bad[i]);
+    struct wh_attrs a;
+    wh_attrs_init(&a);
+    cr_assert_eq(wh_attrs_set(&a, "team name", "ml"), 0);
+    cr_assert_eq(wh_attrs_set(&a, "k8s.pod.name", "p"), 0);
+    cr_assert_eq(wh_attrs_set(&a, "caf\xc3\xa9$", "x"), 0);
+    char *s = format(&a);
+    cr_expect_str_eq(s, "team%20name=ml,k8s.pod.name=p,caf%C3%A9%24=x");
+    free(s);
+    cr_expect_str_eq(wh_attrs_get(&a, "team%20name"), "ml");
+    wh_attrs_done(&a);
+}
+
+/* Our own references are written as references: the kubelet expands them. */
+Test(wh_attrs, set_ref_writes_a_reference)
+{
+    struct wh_attrs a;
+    wh_attrs_init(&a);
+    cr_assert_eq(wh_attrs_set_ref(&a, "k8s.pod.name", "OTEL_RESOURCE_ATTRIBUTES_POD_NAME"), 0);
+    cr_assert_eq(wh_attrs_put(&a, "rl.run.id", "ab12"), 0);
+    char *s = format(&a);
+    cr_expect_str_eq(s, "k8s.pod.name=$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME),rl.run.id=ab12");
+    free(s);
+    wh_attrs_done(&a);
 }
 
 Test(wh_attrs, set_get_format_in_insertion_order)
@@ -96,7 +170,7 @@ Test(wh_attrs, set_get_format_in_insertion_order)
     struct wh_attrs a;
     wh_attrs_init(&a);
     cr_assert_eq(wh_attrs_set(&a, "service.namespace", "team a"), 0);
-    cr_assert_eq(wh_attrs_set(&a, "k8s.pod.name", "$(OTEL_RESOURCE_ATTRIBUTES_POD_NAME)"), 0);
+    cr_assert_eq(wh_attrs_set_ref(&a, "k8s.pod.name", "OTEL_RESOURCE_ATTRIBUTES_POD_NAME"), 0);
     cr_assert_eq(wh_attrs_set(&a, "k8s.cluster.name", "c1"), 0);
     cr_expect_eq(a.n, 3);
     cr_expect_str_eq(wh_attrs_get(&a, "service.namespace"), "team%20a");
@@ -161,9 +235,10 @@ Test(wh_attrs, parse_trims_and_encodes)
     struct wh_attrs a;
     wh_attrs_init(&a);
     json_t *w = json_array();
-    cr_assert_eq(wh_attrs_parse(&a, " a = 1 , b=x y,c=d=e, d=", "test", w), 0);
+    cr_assert_eq(wh_attrs_parse(&a, " a = 1 , b=x y,c=d=e, d=,e=$(HOME)", "test", w), 0);
     char *s = format(&a);
-    cr_expect_str_eq(s, "a=1,b=x%20y,c=d=e,d=");
+    /* the issue's "team=a=b": the value is "a=b", its '=' encoded */
+    cr_expect_str_eq(s, "a=1,b=x%20y,c=d%3De,d=,e=%24(HOME)");
     free(s);
     cr_expect_eq(json_array_size(w), 0);
     json_decref(w);
@@ -206,29 +281,27 @@ Test(wh_attrs, parse_invalid_items_warned)
     json_t *w = json_array();
     cr_assert_eq(wh_attrs_parse(&a, "novalue,=v,bad key=v,ok=1,x;y=2", "pod annotation A", w), 0);
     char *s = format(&a);
-    cr_expect_str_eq(s, "ok=1");
+    /* keys are encoded like values (DESIGN §3.5), not refused */
+    cr_expect_str_eq(s, "bad%20key=v,ok=1,x%3By=2");
     free(s);
-    cr_assert_eq(json_array_size(w), 4);
+    cr_assert_eq(json_array_size(w), 2);
     cr_expect_str_eq(json_string_value(json_array_get(w, 0)),
                      "pod annotation A: resource attribute \"novalue\" ignored (want key=value)");
     cr_expect_str_eq(json_string_value(json_array_get(w, 1)),
                      "pod annotation A: resource attribute \"\" ignored (want key=value)");
-    cr_expect_str_eq(json_string_value(json_array_get(w, 2)),
-                     "pod annotation A: resource attribute \"bad key\" ignored (want key=value)");
-    cr_expect_str_eq(json_string_value(json_array_get(w, 3)),
-                     "pod annotation A: resource attribute \"x;y\" ignored (want key=value)");
     json_decref(w);
     /* NULL warnings: still skipped, no crash */
     cr_assert_eq(wh_attrs_parse(&a, "novalue,z=2", "x", NULL), 0);
-    cr_expect_eq(a.n, 2);
+    cr_expect_eq(a.n, 4);
     wh_attrs_done(&a);
 }
 
+/* ours_spec in written form */
 static char *merge(const char *user, const char *ours_spec)
 {
     struct wh_attrs ours;
     wh_attrs_init(&ours);
-    cr_assert_eq(wh_attrs_parse(&ours, ours_spec, "ours", NULL), 0);
+    cr_assert_eq(wh_attrs_parse_user(&ours, ours_spec), 0);
     char *s = wh_attrs_merge_into(user, &ours);
     cr_assert_not_null(s);
     wh_attrs_done(&ours);
@@ -265,13 +338,26 @@ Test(wh_attrs, merge_into_table)
         /* user keys are compared after trimming */
         {" k8s.pod.name = p ", "k8s.pod.name=$(X),b=2", " k8s.pod.name = p,b=2"},
         /* our values are already encoded and go in as they are */
-        {"a=1", "b=x y", "a=1,b=x%20y"},
+        {"a=1", "b=x%20y", "a=1,b=x%20y"},
+        /* the user's pairs are kept exactly as written, $(...) and '=' too */
+        {"team=$(TEAM),x=a=b", "b=2", "team=$(TEAM),x=a=b,b=2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *got = merge(cases[i].user, cases[i].ours);
         cr_expect_str_eq(got, cases[i].want, "merge(\"%s\", \"%s\")", cases[i].user, cases[i].ours);
         free(got);
     }
+}
+
+Test(wh_attrs, parse_user_keeps_what_the_user_wrote)
+{
+    struct wh_attrs a;
+    wh_attrs_init(&a);
+    cr_assert_eq(wh_attrs_parse_user(&a, " service.name = rl-training-service ,x=$(A)=b,junk"), 0);
+    cr_expect_str_eq(wh_attrs_get(&a, "service.name"), "rl-training-service");
+    cr_expect_str_eq(wh_attrs_get(&a, "x"), "$(A)=b");
+    cr_expect_eq(a.n, 2);
+    wh_attrs_done(&a);
 }
 
 Test(wh_attrs, merge_into_is_idempotent)

@@ -1,12 +1,14 @@
 /* wh_env: the injected variables (DESIGN §3.5) and the JSON Patch that
  * adds them to one container: order by $(…) dependencies, user names never
- * overwritten, OTEL_RESOURCE_ATTRIBUTES merged key by key. Patches are
+ * overwritten, OTEL_RESOURCE_ATTRIBUTES merged key by key, the user's own
+ * OpenTelemetry settings taking precedence (each skip warned). Patches are
  * checked by applying them with k8s_jsonpatch_apply. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "k8s_jsonpatch.h"
+#include "k8s_mlrun.h"
 #include "wh_env.h"
 #include "test_support.h"
 
@@ -17,7 +19,9 @@
 #define META                                                                                       \
     "{\"parent-workload\":\"Job/train-workers-0\",\"creation-timestamp\":"                         \
     "\"2024-03-05T07:08:09Z\",\"associated-labels\":\"team=ml\"}"
-#define RUN_ID "prod-team-a-jobset-train-20240305-070809"
+/* sha256("prod_team-a_JobSet_train_20240305-070809"): the SDK's formula
+ * (k8s_mlrun, checked against the SDK's own vectors) for IDENT and META */
+#define RUN_ID "8ee0853e49ec410d0cdc1c64cc84bedce1ad0e261ac68be0dba8d9db7a75c9b1"
 #define OUR_ATTRS                                                                                  \
     "service.namespace=team-a,k8s.namespace.name=team-a,k8s.pod.name=$(OTEL_RESOURCE_"             \
     "ATTRIBUTES_POD_NAME),k8s.pod.uid=$(OTEL_RESOURCE_ATTRIBUTES_POD_UID),k8s.node.name=$("        \
@@ -56,9 +60,9 @@ static void build(const char *extra, bool run_id)
         snprintf(id.run_id, sizeof(id.run_id), "%s", RUN_ID);
     struct wh_attrs a;
     wh_attrs_init(&a);
-    cr_assert_eq(wh_attrs_parse(&a, OUR_ATTRS, "test", NULL), 0);
+    cr_assert_eq(wh_attrs_parse_user(&a, OUR_ATTRS), 0); /* written form */
     if (extra)
-        cr_assert_eq(wh_attrs_parse(&a, extra, "test", NULL), 0);
+        cr_assert_eq(wh_attrs_parse_user(&a, extra), 0);
     cr_assert_eq(wh_envset_build(&set, &cfg, &id, "train", &a), 0);
     cr_expect_eq(a.n, 0, "attrs are moved into the set");
     cr_expect_null(a.kv);
@@ -183,7 +187,8 @@ static void expect_warnings(const json_t *w, const char *const *want, size_t n)
     "GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,OTEL_RESOURCE_ATTRIBUTES_POD_NAME,"                 \
     "OTEL_RESOURCE_ATTRIBUTES_POD_UID,OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAME,"     \
     "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"                                \
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_EXPORTER_OTLP_METRICS_INSECURE,"                      \
+    "OTEL_EXPORTER_OTLP_TRACES_INSECURE,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"
 
 /* ---------- wh_env_references ---------- */
 
@@ -227,7 +232,7 @@ Test(wh_env, references_table)
 Test(wh_env, envset_json_exact)
 {
     build(NULL, true);
-    cr_expect_eq(set.n, WH_ENV_MAX);
+    cr_expect_eq(set.n, WH_ENV_COUNT);
     cr_expect_str_eq(set.run_id, RUN_ID);
     json_t *got = wh_envset_json(&set);
     json_t *want = ts_load_json("unit/env/envset.json");
@@ -322,7 +327,7 @@ Test(wh_env, no_env_one_add_with_everything)
         json_t *want = ts_load_json("unit/env/envset.json");
         cr_expect(json_equal(json_object_get(op, "value"), want), "%s", keys[k]);
         json_decref(want);
-        cr_expect_eq(r.added, 11);
+        cr_expect_eq(r.added, WH_ENV_COUNT);
         cr_expect_eq(json_array_size(r.warn), 0);
         check_idempotent(&r, true);
         release(&r);
@@ -337,8 +342,8 @@ Test(wh_env, existing_env_appends_in_order)
         struct result r;
         run(keys[k], true, &r);
         json_t *want = ts_load_json("unit/env/envset.json");
-        cr_assert_eq(json_array_size(r.patch), 11, "%s", keys[k]);
-        for (size_t i = 0; i < 11; i++) {
+        cr_assert_eq(json_array_size(r.patch), WH_ENV_COUNT, "%s", keys[k]);
+        for (size_t i = 0; i < WH_ENV_COUNT; i++) {
             json_t *op = json_array_get(r.patch, i);
             cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
             cr_expect_str_eq(json_string_value(json_object_get(op, "path")), CPATH "/env/-");
@@ -346,7 +351,7 @@ Test(wh_env, existing_env_appends_in_order)
                       keys[k], i);
         }
         json_decref(want);
-        cr_expect_eq(r.added, 11);
+        cr_expect_eq(r.added, WH_ENV_COUNT);
         char *n = names(r.env);
         cr_expect_str_eq(n, k == 0 ? ALL_NAMES : "USER_A," ALL_NAMES);
         free(n);
@@ -366,11 +371,13 @@ Test(wh_env, user_var_referencing_ours_gets_it_first)
                         "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
                         "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAME,"
                         "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
-                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_RESOURCE_ATTRIBUTES");
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_METRICS_INSECURE,OTEL_EXPORTER_OTLP_TRACES_INSECURE,"
+                        "OTEL_RESOURCE_ATTRIBUTES");
     free(n);
     json_t *op0 = json_array_get(r.patch, 0);
     cr_expect_str_eq(json_string_value(json_object_get(op0, "path")), CPATH "/env/0");
-    cr_expect_eq(r.added, 11);
+    cr_expect_eq(r.added, WH_ENV_COUNT);
     cr_expect_eq(json_array_size(r.warn), 0);
     check_env_invariants(r.env, "user-refs-ours");
     check_idempotent(&r, true);
@@ -387,7 +394,9 @@ Test(wh_env, user_var_referencing_endpoint_gets_its_dependencies_first)
                         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,EP,Z,GKE_DIAGON_IDENTIFIER,"
                         "GKE_DIAGON_METADATA,OTEL_RESOURCE_ATTRIBUTES_POD_NAME,"
                         "OTEL_RESOURCE_ATTRIBUTES_POD_UID,OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,"
-                        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,OTEL_SERVICE_NAME,"
+                        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_METRICS_INSECURE,OTEL_EXPORTER_OTLP_TRACES_INSECURE,"
+                        "OTEL_SERVICE_NAME,"
                         "OTEL_RESOURCE_ATTRIBUTES");
     free(n);
     cr_expect_str_eq(value_of(r.env, "Z"), "$(A)");
@@ -402,11 +411,14 @@ Test(wh_env, ours_referencing_user_var_placed_between)
     struct result r;
     run("user-refs-attrs", true, &r);
     char *n = names(r.env);
-    cr_expect_str_eq(n, "TEAM,OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
-                        "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_RESOURCE_ATTRIBUTES,FOO,"
-                        "GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,OTEL_COLLECTOR_NAME,"
-                        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
-                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_SERVICE_NAME");
+    cr_expect_str_eq(
+        n,
+        "TEAM,OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
+        "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_RESOURCE_ATTRIBUTES,FOO,"
+        "GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,OTEL_COLLECTOR_NAME,"
+        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,"
+        "OTEL_EXPORTER_OTLP_METRICS_INSECURE,OTEL_EXPORTER_OTLP_TRACES_INSECURE,OTEL_SERVICE_NAME");
     free(n);
     cr_expect_eq(json_array_size(r.warn), 0);
     check_env_invariants(r.env, "user-refs-attrs");
@@ -449,6 +461,7 @@ Test(wh_env, ours_needing_a_later_user_var_is_a_cycle)
                         "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
                         "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAMESPACE,"
                         "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_METRICS_INSECURE,OTEL_EXPORTER_OTLP_TRACES_INSECURE,"
                         "OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES");
     free(n);
     cr_expect_eq(json_array_size(r.warn), 1);
@@ -461,8 +474,8 @@ Test(wh_env, user_set_names_never_overwritten)
     build(NULL, true);
     struct result r;
     run("user-set-names", true, &r);
-    cr_expect_eq(r.added, 8);
-    cr_expect_eq(json_array_size(r.patch), 8);
+    cr_expect_eq(r.added, WH_ENV_COUNT - 3);
+    cr_expect_eq(json_array_size(r.patch), WH_ENV_COUNT - 3);
     size_t i;
     json_t *op;
     json_array_foreach(r.patch, i, op)
@@ -476,7 +489,7 @@ Test(wh_env, user_set_names_never_overwritten)
     cr_expect_str_eq(value_of(r.env, "OTEL_SERVICE_NAME"), "mine");
     cr_expect_str_eq(value_of(r.env, "GKE_DIAGON_IDENTIFIER"), "custom");
     cr_expect_not_null(json_object_get(find_var(r.env, "OTEL_COLLECTOR_NAME"), "valueFrom"));
-    cr_expect_eq(json_array_size(r.env), 11);
+    cr_expect_eq(json_array_size(r.env), WH_ENV_COUNT);
     check_env_invariants(r.env, "user-set-names");
     check_idempotent(&r, true);
     release(&r);
@@ -498,13 +511,16 @@ Test(wh_env, user_attrs_merged_with_replace)
     cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), merged);
     /* the merged value now references POD_UID and NODE_NAME: they go first */
     char *n = names(r.env);
-    cr_expect_str_eq(n, "OTEL_RESOURCE_ATTRIBUTES_POD_UID,OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,"
-                        "OTEL_RESOURCE_ATTRIBUTES,GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,"
-                        "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_COLLECTOR_NAME,"
-                        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
-                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_SERVICE_NAME");
+    cr_expect_str_eq(
+        n,
+        "OTEL_RESOURCE_ATTRIBUTES_POD_UID,OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,"
+        "OTEL_RESOURCE_ATTRIBUTES,GKE_DIAGON_IDENTIFIER,GKE_DIAGON_METADATA,"
+        "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_COLLECTOR_NAME,"
+        "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,"
+        "OTEL_EXPORTER_OTLP_METRICS_INSECURE,OTEL_EXPORTER_OTLP_TRACES_INSECURE,OTEL_SERVICE_NAME");
     free(n);
-    cr_expect_eq(r.added, 11, "10 added + 1 merged");
+    cr_expect_eq(r.added, WH_ENV_COUNT, "all but one added + 1 merged");
     check_env_invariants(r.env, "user-attrs");
     check_idempotent(&r, true);
     release(&r);
@@ -523,7 +539,7 @@ Test(wh_env, user_attrs_complete_left_byte_identical)
         value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"),
         json_string_value(json_object_get(
             json_array_get(json_object_get(container("user-attrs-complete"), "env"), 1), "value")));
-    cr_expect_eq(r.added, 10);
+    cr_expect_eq(r.added, WH_ENV_COUNT - 1);
     release(&r);
 }
 
@@ -537,7 +553,7 @@ Test(wh_env, merge_false_leaves_user_attrs)
     json_array_foreach(r.patch, i, op)
         cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
     cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), "team=ml,k8s.pod.name=custom");
-    cr_expect_eq(r.added, 10);
+    cr_expect_eq(r.added, WH_ENV_COUNT - 1);
     cr_expect_eq(json_array_size(r.warn), 0);
     check_env_invariants(r.env, "merge=false");
     check_idempotent(&r, false);
@@ -552,9 +568,9 @@ Test(wh_env, valuefrom_user_attrs_not_merged)
     const char *want[] = {
         "container main: OTEL_RESOURCE_ATTRIBUTES comes from valueFrom; not merged"};
     expect_warnings(r.warn, want, 1);
-    cr_expect_eq(r.added, 10);
+    cr_expect_eq(r.added, WH_ENV_COUNT - 1);
     cr_expect_not_null(json_object_get(find_var(r.env, "OTEL_RESOURCE_ATTRIBUTES"), "valueFrom"));
-    cr_expect_eq(json_array_size(r.env), 11);
+    cr_expect_eq(json_array_size(r.env), WH_ENV_COUNT);
     release(&r);
 }
 
@@ -622,7 +638,9 @@ Test(wh_env, unnamed_user_entry_tolerated)
                         "OTEL_RESOURCE_ATTRIBUTES_POD_NAME,OTEL_RESOURCE_ATTRIBUTES_POD_UID,"
                         "OTEL_RESOURCE_ATTRIBUTES_NODE_NAME,OTEL_COLLECTOR_NAME,"
                         "OTEL_COLLECTOR_NAMESPACE,OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,"
-                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_RESOURCE_ATTRIBUTES");
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,"
+                        "OTEL_EXPORTER_OTLP_METRICS_INSECURE,OTEL_EXPORTER_OTLP_TRACES_INSECURE,"
+                        "OTEL_RESOURCE_ATTRIBUTES");
     free(n);
     release(&r);
 }
@@ -644,7 +662,7 @@ Test(wh_env, init_container_path)
 Test(wh_env, envset_done_releases_and_is_safe)
 {
     build("rl.algo=ppo", true);
-    cr_assert_eq(set.n, WH_ENV_MAX);
+    cr_assert_eq(set.n, WH_ENV_COUNT);
     wh_envset_done(&set);
     cr_expect_eq(set.n, 0);
     cr_expect_eq(set.attrs.n, 0);
@@ -670,5 +688,188 @@ Test(wh_env, user_attrs_without_value_is_empty_not_valuefrom,
     cr_expect_eq(json_array_size(r.warn), 0);
     cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), OUR_ATTRS);
     check_env_invariants(r.env, "user-attrs-novalue");
+    release(&r);
+}
+
+/* ---------- the run id and the table ---------- */
+
+Test(wh_env, run_id_is_the_sdks)
+{
+    char id[K8S_MLRUN_ID_SIZE];
+    cr_assert_eq(k8s_mlrun_id_json(IDENT, META, id), 0);
+    cr_expect_str_eq(id, RUN_ID);
+}
+
+Test(wh_env, every_row_named_once)
+{
+    for (int i = 0; i < WH_ENV_COUNT; i++) {
+        cr_assert_not_null(wh_env_name((enum wh_env_id)i), "row %d", i);
+        for (int j = 0; j < i; j++)
+            cr_expect_str_neq(wh_env_name((enum wh_env_id)i), wh_env_name((enum wh_env_id)j));
+    }
+    cr_expect_null(wh_env_name(WH_ENV_COUNT));
+}
+
+Test(wh_env, no_service_name_when_attributes_carry_it)
+{
+    struct wh_identity id = {.identifier = strdup(IDENT), .metadata = strdup(META)};
+    struct wh_attrs a;
+    wh_attrs_init(&a);
+    cr_assert_eq(wh_attrs_parse_user(&a, "service.name=from-annotation"), 0);
+    cr_assert_eq(wh_envset_build(&set, &cfg, &id, NULL, &a), 0);
+    wh_identity_done(&id);
+    cr_expect_eq(set.n, WH_ENV_COUNT - 1);
+    json_t *env = wh_envset_json(&set);
+    cr_expect_null(find_var(env, "OTEL_SERVICE_NAME"));
+    cr_expect_str_eq(value_of(env, "OTEL_RESOURCE_ATTRIBUTES"), "service.name=from-annotation");
+    json_decref(env);
+}
+
+/* ---------- the user's own OpenTelemetry settings take precedence ---------- */
+
+#define METRICS_PAIR "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT and OTEL_EXPORTER_OTLP_METRICS_INSECURE"
+#define TRACES_PAIR  "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and OTEL_EXPORTER_OTLP_TRACES_INSECURE"
+
+static void expect_absent(const json_t *env, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_expect_null(find_var(env, names[i]), "%s injected", names[i]);
+}
+
+Test(wh_env, generic_endpoint_or_protocol_no_endpoint_or_insecure)
+{
+    build(NULL, true);
+    const char *keys[] = {"user-generic-endpoint", "user-generic-protocol"};
+    const char *vars[] = {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL"};
+    for (size_t k = 0; k < 2; k++) {
+        struct result r;
+        run(keys[k], true, &r);
+        const char *absent[] = {
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "OTEL_EXPORTER_OTLP_METRICS_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_INSECURE"};
+        expect_absent(r.env, absent, 4);
+        cr_expect_not_null(find_var(r.env, "OTEL_COLLECTOR_NAME"));
+        cr_expect_not_null(find_var(r.env, "OTEL_SERVICE_NAME"));
+        cr_expect_eq(r.added, WH_ENV_COUNT - 4);
+        char w0[300], w1[300];
+        snprintf(w0, sizeof(w0),
+                 "container main: " METRICS_PAIR " not injected: the container "
+                 "sets %s",
+                 vars[k]);
+        snprintf(w1, sizeof(w1),
+                 "container main: " TRACES_PAIR " not injected: the container "
+                 "sets %s",
+                 vars[k]);
+        const char *want[] = {w0, w1};
+        expect_warnings(r.warn, want, 2);
+        check_env_invariants(r.env, keys[k]);
+        check_idempotent(&r, true);
+        release(&r);
+    }
+}
+
+Test(wh_env, signal_endpoint_skips_that_signals_insecure)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-metrics-endpoint", true, &r);
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+                     "https://metrics.example:4317", "the user's, untouched");
+    const char *absent[] = {"OTEL_EXPORTER_OTLP_METRICS_INSECURE"};
+    expect_absent(r.env, absent, 1);
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_TRACES_INSECURE"), "true");
+    cr_expect_not_null(find_var(r.env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"));
+    const char *want[] = {"container main: OTEL_EXPORTER_OTLP_METRICS_INSECURE not injected: the "
+                          "container sets OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"};
+    expect_warnings(r.warn, want, 1);
+    cr_expect_eq(r.added, WH_ENV_COUNT - 2);
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, signal_protocol_skips_that_signals_endpoint_and_insecure)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-traces-protocol", true, &r);
+    const char *absent[] = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                            "OTEL_EXPORTER_OTLP_TRACES_INSECURE"};
+    expect_absent(r.env, absent, 2);
+    cr_expect_not_null(find_var(r.env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"));
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_METRICS_INSECURE"), "true");
+    const char *want[] = {"container main: " TRACES_PAIR " not injected: the container sets "
+                          "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"};
+    expect_warnings(r.warn, want, 1);
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, service_name_in_users_attributes_no_otel_service_name)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-attrs-service-name", true, &r);
+    const char *absent[] = {"OTEL_SERVICE_NAME"};
+    expect_absent(r.env, absent, 1);
+    const char *v = value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES");
+    cr_expect_eq(
+        strncmp(v, "service.name=rl-training-service,service.namespace=opentelemetry-demo,", 70), 0,
+        "the user's pairs first, as written: %s", v);
+    const char *want[] = {"container main: OTEL_SERVICE_NAME not injected: the container sets "
+                          "service.name in its OTEL_RESOURCE_ATTRIBUTES"};
+    expect_warnings(r.warn, want, 1);
+    check_env_invariants(r.env, "user-attrs-service-name");
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+Test(wh_env, insecure_never_overwrites_the_users)
+{
+    build(NULL, true);
+    struct result r;
+    run("user-insecure-false", true, &r);
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_METRICS_INSECURE"), "false");
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_TRACES_INSECURE"), "true");
+    cr_expect_not_null(find_var(r.env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"));
+    cr_expect_eq(json_array_size(r.warn), 0);
+    cr_expect_eq(r.added, WH_ENV_COUNT - 1);
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+/* Our endpoints from an earlier review (or written exactly as we would)
+ * are not the user's own settings: the insecure variables still come. */
+Test(wh_env, our_own_endpoints_are_not_a_user_setting)
+{
+    build(NULL, true);
+    struct result r;
+    run("ours-from-earlier-review", true, &r);
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_METRICS_INSECURE"), "true");
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_TRACES_INSECURE"), "true");
+    cr_expect_eq(json_array_size(r.warn), 0);
+    check_env_invariants(r.env, "ours-from-earlier-review");
+    check_idempotent(&r, true);
+    release(&r);
+}
+
+/* Seed 000's hand-written block: the user keeps every value they wrote;
+ * what they did not write is added (the insecure pair lets an app
+ * configured from the environment alone reach the plaintext collector). */
+Test(wh_env, seed_000_block)
+{
+    build("rl.algo=ppo", true);
+    struct result r;
+    run("seed-000", true, &r);
+    cr_expect_str_eq(value_of(r.env, "OTEL_SERVICE_NAME"), "rl-training-service");
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_METRICS_INSECURE"), "true");
+    cr_expect_str_eq(value_of(r.env, "OTEL_EXPORTER_OTLP_TRACES_INSECURE"), "true");
+    const char *v = value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES");
+    cr_expect_eq(strncmp(v, "service.namespace=opentelemetry-demo,k8s.namespace.name=team-a,", 62),
+                 0, "%s", v);
+    const char *tail = ",rl.algo=ppo,rl.run.id=" RUN_ID;
+    cr_expect_str_eq(v + strlen(v) - strlen(tail), tail);
+    cr_expect_eq(json_array_size(r.warn), 0);
+    check_env_invariants(r.env, "seed-000");
+    check_idempotent(&r, true);
     release(&r);
 }

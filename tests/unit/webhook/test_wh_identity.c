@@ -1,5 +1,7 @@
 /* wh_identity: GKE_DIAGON_IDENTIFIER / GKE_DIAGON_METADATA exact bytes and
- * key order (DESIGN §3.5), omissions with warnings, the SDK's run id. */
+ * key order (DESIGN §3.5), omissions with warnings, the SDK's run id (the
+ * value google-cloud-mldiagnostics computed: tests/fixtures/unit/mlrun/)
+ * and the fields it would miss. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,21 @@
 
 #define CLUSTER           "projects/p/locations/us-central1/clusters/prod"
 #define T_20240305_070809 ((time_t)1709622489)
+#define BIT(f)            (1u << K8S_MLRUN_##f)
+
+/* The run id the SDK computed for a vector of tests/fixtures/unit/mlrun. */
+static const char *sdk_run_id(const char *vector)
+{
+    static __thread char id[K8S_MLRUN_ID_SIZE];
+    char rel[256];
+    snprintf(rel, sizeof(rel), "unit/mlrun/vectors/%s.json", vector);
+    json_t *v = ts_load_json(rel);
+    const char *s = json_string_value(json_object_get(v, "run_id"));
+    cr_assert_not_null(s, "%s: the SDK refuses it", rel);
+    snprintf(id, sizeof(id), "%s", s);
+    json_decref(v);
+    return id;
+}
 
 static void from_doc(const char *rel, const char *ns, const char *parent, struct wh_workload *w)
 {
@@ -39,11 +56,13 @@ Test(wh_identity, jobset_all_known)
                                   "\"creation-timestamp\":\"2024-03-05T07:08:09Z\","
                                   "\"associated-labels\":\"alpha=1,app.kubernetes.io/name=trainer,"
                                   "managed-mldiagnostics-gke=true,zeta=z\"}");
-    cr_expect_str_eq(id.run_id, "prod-team-a-jobset-train-7-20240305-070809");
+    /* prod_team-a_JobSet_train-7_20240305-070809, hashed as the SDK does */
+    cr_expect_str_eq(id.run_id, sdk_run_id("jobset"));
+    cr_expect_eq(id.missing, 0);
     cr_expect_eq(json_array_size(warn), 0);
     /* what the SDK derives from the env values is the same id */
-    char rid[512];
-    cr_expect(wh_run_id(id.identifier, id.metadata, rid, sizeof(rid)));
+    char rid[K8S_MLRUN_ID_SIZE];
+    cr_expect_eq(k8s_mlrun_id_json(id.identifier, id.metadata, rid), 0);
     cr_expect_str_eq(rid, id.run_id);
     wh_identity_done(&id);
     cr_expect_null(id.identifier);
@@ -88,6 +107,7 @@ Test(wh_identity, unknown_cluster_omitted_with_warning)
     cr_expect_str_eq(id.identifier, "{\"metadata.name\":\"train-7\",\"metadata.kind\":\"JobSet\","
                                     "\"namespace\":\"team-a\"}");
     cr_expect_str_eq(id.run_id, "", "no run id without a cluster");
+    cr_expect_eq(id.missing, BIT(CLUSTER));
     const char *want[] = {"cluster name unknown: GKE_DIAGON_IDENTIFIER omits clustername "
                           "(set --cluster-name or CLUSTER_NAME)"};
     expect_warnings(warn, want, 1);
@@ -108,6 +128,7 @@ Test(wh_identity, unknown_labels_and_timestamp_standalone)
                                     "\"clustername\":\"" CLUSTER "\",\"namespace\":\"team-a\"}");
     cr_expect_str_eq(id.metadata, "{\"parent-workload\":\"Job/train-7-workers-0\"}");
     cr_expect_str_eq(id.run_id, "");
+    cr_expect_eq(id.missing, BIT(CREATED), "standalone: the SDK would refuse to start");
     const char *want[] = {"GKE_DIAGON_METADATA omits creation-timestamp and associated-labels: "
                           "standalone: JobSet team-a/train-7 not looked up"};
     expect_warnings(warn, want, 1);
@@ -151,7 +172,8 @@ Test(wh_identity, unknown_labels_only)
                           "team-a/train-7: timed out"};
     expect_warnings(warn, want, 1);
     /* the run id needs no labels */
-    cr_expect_str_eq(id.run_id, "prod-team-a-jobset-train-7-20240305-070809");
+    cr_expect_str_eq(id.run_id, sdk_run_id("jobset"));
+    cr_expect_eq(id.missing, 0);
     wh_identity_done(&id);
     json_decref(warn);
     wh_workload_done(&w);
@@ -187,7 +209,8 @@ Test(wh_identity, bare_pod)
     cr_expect_str_eq(id.metadata, "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\","
                                   "\"associated-labels\":\"managed-mldiagnostics-gke=true,"
                                   "run=debug\"}");
-    cr_expect_str_eq(id.run_id, "prod-team-a-pod-debug-shell-20240305-070809");
+    /* prod_team-a_Pod_debug-shell_20240305-070809: the bare-pod vector */
+    cr_expect_str_eq(id.run_id, sdk_run_id("bare-pod"));
     cr_expect_eq(json_array_size(warn), 0);
     wh_identity_done(&id);
     json_decref(warn);
@@ -235,6 +258,8 @@ Test(wh_identity, unknown_namespace_warned)
                                     "\"clustername\":\"" CLUSTER "\"}");
     cr_assert_eq(json_array_size(warn), 1);
     cr_expect_not_null(strstr(json_string_value(json_array_get(warn, 0)), "namespace"));
+    cr_expect_eq(id.missing, BIT(NAMESPACE));
+    cr_expect_str_eq(id.run_id, "");
     wh_identity_done(&id);
     json_decref(warn);
     wh_workload_done(&w);
@@ -259,95 +284,6 @@ Test(wh_identity, sorted_labels)
     json_decref(l);
 }
 
-Test(wh_identity, cluster_short)
-{
-    cr_expect_str_eq(wh_cluster_short("projects/p/locations/l/clusters/N"), "N");
-    cr_expect_str_eq(wh_cluster_short("plain"), "plain");
-    cr_expect_str_eq(wh_cluster_short(""), "");
-    cr_expect_str_eq(wh_cluster_short("a/"), "");
-}
-
-struct rid_case {
-    const char *cluster, *ns, *kind, *name;
-    time_t t;
-    const char *want;
-};
-
-Test(wh_identity, run_id_of_examples)
-{
-    static const struct rid_case cases[] = {
-        {"projects/p/locations/l/clusters/My_Cluster", "Team_A", "JobSet", "Train.Run_1",
-         1709615289, "my-cluster-team-a-jobset-train-run-1-20240305-050809"},
-        {"prod", "team-a", "JobSet", "train-7", 1709622489,
-         "prod-team-a-jobset-train-7-20240305-070809"},
-        {"MyCluster", "NS", "LeaderWorkerSet", "LWS", 0,
-         "mycluster-ns-leaderworkerset-lws-19700101-000000"},
-        /* runs collapse across part boundaries, ends trimmed */
-        {"_Prod_", "ns", "Job", "a__b__", 1709615289, "prod-ns-job-a-b-20240305-050809"},
-        {"a/b/--c--", "--", "RayJob", "x", 1709615289, "c-rayjob-x-20240305-050809"},
-        /* non-ASCII is outside [a-z0-9] */
-        {"cl\xc3\xbcster", "ns", "Pod", "p", 1709615289, "cl-ster-ns-pod-p-20240305-050809"},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char out[512];
-        cr_expect(wh_run_id_of(cases[i].cluster, cases[i].ns, cases[i].kind, cases[i].name,
-                               cases[i].t, out, sizeof(out)),
-                  "case %zu", i);
-        cr_expect_str_eq(out, cases[i].want, "case %zu", i);
-    }
-}
-
-Test(wh_identity, run_id_of_missing_field)
-{
-    char out[64] = "junk";
-    cr_expect_not(wh_run_id_of("", "ns", "Job", "j", 0, out, sizeof(out)));
-    cr_expect_str_eq(out, "");
-    strcpy(out, "junk");
-    cr_expect_not(wh_run_id_of("c", "", "Job", "j", 0, out, sizeof(out)));
-    cr_expect_str_eq(out, "");
-    cr_expect_not(wh_run_id_of("c", "ns", "", "j", 0, out, sizeof(out)));
-    cr_expect_not(wh_run_id_of("c", "ns", "Job", "", 0, out, sizeof(out)));
-}
-
-Test(wh_identity, run_id_of_truncates_to_cap)
-{
-    char out[8];
-    memset(out, 'X', sizeof(out));
-    wh_run_id_of("cluster", "ns", "Job", "j", 0, out, sizeof(out));
-    cr_expect_eq(strlen(out), 7);
-    cr_expect_str_eq(out, "cluster");
-}
-
-Test(wh_identity, run_id_from_json_with_offset)
-{
-    char out[512];
-    cr_expect(wh_run_id("{\"metadata.name\":\"Train.Run_1\",\"metadata.kind\":\"JobSet\","
-                        "\"clustername\":\"projects/p/locations/l/clusters/My_Cluster\","
-                        "\"namespace\":\"Team_A\"}",
-                        "{\"creation-timestamp\":\"2024-03-05T07:08:09+02:00\"}", out,
-                        sizeof(out)));
-    cr_expect_str_eq(out, "my-cluster-team-a-jobset-train-run-1-20240305-050809");
-}
-
-Test(wh_identity, run_id_from_json_missing_or_bad)
-{
-    char out[512];
-    const char *ident = "{\"metadata.name\":\"j\",\"metadata.kind\":\"Job\",\"clustername\":"
-                        "\"c\",\"namespace\":\"n\"}";
-    cr_expect_not(wh_run_id(ident, "{}", out, sizeof(out)));
-    cr_expect_str_eq(out, "");
-    cr_expect_not(wh_run_id(ident, "{\"creation-timestamp\":\"yesterday\"}", out, sizeof(out)));
-    cr_expect_not(wh_run_id("{\"metadata.name\":\"j\",\"metadata.kind\":\"Job\","
-                            "\"namespace\":\"n\"}",
-                            "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\"}", out, sizeof(out)));
-    cr_expect_not(wh_run_id("not json", "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\"}", out,
-                            sizeof(out)));
-    cr_expect_not(wh_run_id(ident, "[", out, sizeof(out)));
-    cr_expect(
-        wh_run_id(ident, "{\"creation-timestamp\":\"2024-03-05T07:08:09Z\"}", out, sizeof(out)));
-    cr_expect_str_eq(out, "c-n-job-j-20240305-070809");
-}
-
 Test(wh_identity, adopt_keeps_bytes)
 {
     json_t *meta = ts_load_json("unit/identity/adopt-meta.json");
@@ -359,7 +295,21 @@ Test(wh_identity, adopt_keeps_bytes)
     cr_expect_str_eq(id.metadata,
                      json_string_value(json_object_get(json_object_get(meta, "annotations"),
                                                        "diagon.gke.io/metadata")));
-    cr_expect_str_eq(id.run_id, "my-cluster-team-a-jobset-train-7-20240305-050809");
+    /* its creation timestamp has an offset, which the SDK cannot read */
+    cr_expect_str_eq(id.run_id, "");
+    cr_expect_eq(id.missing, BIT(CREATED));
+    wh_identity_done(&id);
+    json_decref(meta);
+}
+
+Test(wh_identity, adopt_derives_the_sdks_run_id)
+{
+    json_t *meta = ts_load_json("unit/identity/adopt-utc.json");
+    struct wh_identity id = {0};
+    cr_assert_eq(wh_identity_adopt(meta, &id), 0);
+    cr_expect_str_eq(id.run_id, sdk_run_id("jobset"));
+    cr_expect_eq(id.missing, 0);
+    cr_expect_str_eq(id.cluster, CLUSTER);
     wh_identity_done(&id);
     json_decref(meta);
 }
@@ -371,6 +321,7 @@ Test(wh_identity, adopt_partial_identity_has_no_run_id)
     cr_assert_eq(wh_identity_adopt(meta, &id), 0);
     cr_expect_str_eq(id.metadata, "{\"parent-workload\":\"Job/train-7-workers-1\"}");
     cr_expect_str_eq(id.run_id, "");
+    cr_expect_eq(id.missing, BIT(CLUSTER) | BIT(CREATED));
     wh_identity_done(&id);
     json_decref(meta);
 }

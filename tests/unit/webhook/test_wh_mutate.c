@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "k8s_jsonpatch.h"
+#include "k8s_mlrun.h"
 #include "k8s_time.h"
 #include "wh_env.h"
 #include "wh_mutate.h"
@@ -37,6 +38,8 @@ static const char *const our_names[] = {"GKE_DIAGON_IDENTIFIER",
                                         "OTEL_COLLECTOR_NAMESPACE",
                                         "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
                                         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                                        "OTEL_EXPORTER_OTLP_METRICS_INSECURE",
+                                        "OTEL_EXPORTER_OTLP_TRACES_INSECURE",
                                         "OTEL_SERVICE_NAME",
                                         "OTEL_RESOURCE_ATTRIBUTES"};
 
@@ -366,6 +369,9 @@ CASE(rl_attribute_with_unknown_run_id, "rl-unknown-run-id")
 CASE(namespace_opt_in_through_lookup, "namespace-lookup")
 CASE(container_added_later_gets_identical_values, "added-later")
 CASE(lookup_budget_exceeded_warns, "budget-exceeded")
+CASE(annotation_attributes_encoded_service_name_not_injected, "attrs-encoded-service-name")
+CASE(users_otel_settings_take_precedence, "user-otel-settings")
+CASE(seed_000_rl_deployment_keeps_the_users_block, "seed-000")
 
 /* DESIGN §3.5: the mount is "skipped per container where the mountPath is
  * taken, with a warning" — also when that leaves no container needing the
@@ -403,6 +409,9 @@ Test(wh_mutate, every_case_directory_is_listed)
         "added-later",
         "budget-exceeded",
         "mountpath-taken-only",
+        "attrs-encoded-service-name",
+        "user-otel-settings",
+        "seed-000",
     };
     char *root = ts_fixture_path("unit/mutate");
     DIR *d = opendir(root);
@@ -469,6 +478,19 @@ Test(wh_mutate, injection_hash_depends_on_config)
     cr_expect(injection_ok(oa.injection), "%s", oa.injection);
     cr_expect_str_eq(oa.injection, oa2.injection, "deterministic");
     cr_expect_str_neq(oa.injection, ob.injection, "different config, different hash");
+    /* every other setting that changes what is injected changes it too */
+    const char **knobs[] = {&b.cfg.cluster_domain, &b.cfg.otel_collector_namespace,
+                            &b.cfg.cluster_name};
+    for (size_t k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+        struct wh_mutate_out ok;
+        b.cfg.otel_collector_name = a.cfg.otel_collector_name;
+        const char *was = *knobs[k];
+        *knobs[k] = "changed";
+        cr_assert_eq(wh_mutate(&b.cfg, NULL, &b.in, &ok), 0);
+        cr_expect_str_neq(oa.injection, ok.injection, "knob %zu", k);
+        *knobs[k] = was;
+        wh_mutate_out_done(&ok);
+    }
     char *pa = json_dumps(oa.patch, JSON_COMPACT), *pa2 = json_dumps(oa2.patch, JSON_COMPACT);
     cr_expect_str_eq(pa, pa2, "byte-identical patches for the same input");
     free(pa);
@@ -478,6 +500,51 @@ Test(wh_mutate, injection_hash_depends_on_config)
     wh_mutate_out_done(&ob);
     case_free(&a);
     case_free(&b);
+}
+
+/* The injected configuration without OTEL_SERVICE_NAME (the annotations
+ * carry service.name) hashes differently from one with it. */
+Test(wh_mutate, injection_hash_covers_the_omitted_service_name)
+{
+    struct wh_mutate_out a, b;
+    run_case_into("attrs-annotations-offline", NULL, &a);
+    run_case_into("attrs-encoded-service-name", NULL, &b);
+    cr_expect_str_neq(a.injection, b.injection);
+    wh_mutate_out_done(&a);
+    wh_mutate_out_done(&b);
+}
+
+/* DESIGN §3.5: rl.run.id is the ML run id the SDK computes from the
+ * injected GKE_DIAGON_IDENTIFIER and GKE_DIAGON_METADATA (the vectors of
+ * tests/fixtures/unit/mlrun prove k8s_mlrun_id_json is the SDK's). */
+Test(wh_mutate, rl_run_id_is_the_sdks_run_id)
+{
+    json_t *patched = NULL;
+    struct wh_mutate_out out;
+    run_case_into("attrs-annotations-offline", &patched, &out);
+    char id[K8S_MLRUN_ID_SIZE];
+    cr_assert_eq(k8s_mlrun_id_json(env_value(patched, 0, "GKE_DIAGON_IDENTIFIER"),
+                                   env_value(patched, 0, "GKE_DIAGON_METADATA"), id),
+                 0);
+    cr_expect_str_eq(out.run_id, id);
+    cr_expect_eq(out.missing, 0);
+    const char *attrs = env_value(patched, 0, "OTEL_RESOURCE_ATTRIBUTES");
+    const char *rl = strstr(attrs, "rl.run.id=");
+    cr_assert_not_null(rl, "%s", attrs);
+    cr_expect_str_eq(rl + strlen("rl.run.id="), id);
+    json_decref(patched);
+    wh_mutate_out_done(&out);
+}
+
+/* A standalone pod lacks the creation timestamp: the core says which
+ * field (the admission counter and warning come from it). */
+Test(wh_mutate, standalone_identity_is_incomplete)
+{
+    struct wh_mutate_out out;
+    run_case_into("service-name-annotation", NULL, &out);
+    cr_expect_eq(out.missing, 1u << K8S_MLRUN_CREATED);
+    cr_expect_str_eq(out.run_id, "");
+    wh_mutate_out_done(&out);
 }
 
 Test(wh_mutate, path_prefix_for_templates)

@@ -1,0 +1,258 @@
+"""Captures against real JAX profilers: the pods' containers are CPU JAX
+processes (`jax.profiler.start_server(9999)`), each in its own network
+namespace with its podIP and its own hostname, as a kubelet gives a pod.
+The operator, installed with seed 003's arguments (so
+--disable-hostname-override: each server names its file after its own
+hostname, the pod name), relays MLDiagnosticsConnections to them; xprof
+reads the files back, and xprof's own client captures the same processes
+for comparison."""
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import kubeapi
+from e2e import LABEL, E2ETest
+
+PROGRAM = r"""
+import time
+import jax
+import jax.numpy as jnp
+jax.profiler.start_server(9999)
+x = jnp.ones((128, 128))
+while True:
+    x = jnp.tanh(x @ x) / 128
+    x.block_until_ready()
+    time.sleep(0.02)
+"""
+
+JOBSET = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+    "metadata": {"name": "jax-train", "labels": {LABEL: "true"}},
+    "spec": {"replicatedJobs": [{"name": "host", "replicas": 3, "template": {"spec": {
+        "parallelism": 1, "completions": 1, "backoffLimit": 0,
+        "template": {"spec": {"restartPolicy": "Never", "containers": [{
+            "name": "jax", "image": "mld-e2e/python:3.11",
+            "command": ["python", "-c", PROGRAM],
+            "ports": [{"name": "profiler", "containerPort": 9999}]}]}}}}}]}}
+
+# xprof's trace viewer takes one host's XSpace at a time.
+XPROF_READ = r"""
+import json, sys
+from xprof.convert import raw_to_tool_data
+out = {}
+for path in sys.argv[1:]:
+    tools = raw_to_tool_data.xspace_to_tool_names([path])
+    data, ctype = raw_to_tool_data.xspace_to_tool_data([path], "trace_viewer", {})
+    events = json.loads(data).get("traceEvents", []) if data else []
+    out[path] = {"tools": tools, "trace_events": len(events)}
+print(json.dumps(out))
+"""
+
+XPROF_TRACE = r"""
+import sys
+from xprof.convert import _pywrap_profiler_plugin as p
+p.trace(sys.argv[1], sys.argv[2], "", True, int(sys.argv[3]), 3, {})
+"""
+
+
+def port_open(ip, port):
+    try:
+        socket.create_connection((ip, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+JAX = {}  # the module's JobSet of three JAX pods: namespace, pods
+
+
+def setUpModule():
+    import e2e
+    c = e2e.cluster()
+    if c.networks is None:
+        raise AssertionError("pod network namespaces are needed for the JAX pods "
+                             "(root and iproute2)")
+    t = E2ETest()
+    t.setUp()
+    ns = t.namespace("jax")
+    c.api.create(JOBSET, ns)
+    pods = t.wait_pods(ns, 3, "jobset.sigs.k8s.io/jobset-name=jax-train", timeout=90)
+    deadline = time.time() + 180
+    for p in pods:
+        ip = p["status"]["podIP"]
+        while not port_open(ip, 9999):
+            if time.time() > deadline:
+                raise AssertionError("profiler of %s at %s:9999 never listened:\n%s" % (
+                    p["metadata"]["name"], ip,
+                    c.node.container_log(ns, p["metadata"]["name"], "jax")[-2000:]))
+            time.sleep(0.5)
+    JAX.update(ns=ns, pods=pods, case=t,
+               storage=tempfile.mkdtemp(prefix="mld-e2e-profiles-"))
+    os.chmod(JAX["storage"], 0o777)
+
+
+def tearDownModule():
+    if "case" in JAX:
+        JAX["case"].tearDown()
+
+
+class Captures(E2ETest):
+    def capture(self, name, trigger, duration=2, wait=True, timeout=120):
+        ns = JAX["ns"]
+        self.api.create({"apiVersion": "diagon.gke.io/v1alpha1",
+                         "kind": "MLDiagnosticsConnection",
+                         "metadata": {"name": name},
+                         "spec": {"triggerCapture": {
+                             "profiler": "google_cloud_mldiagnostics", "podNamespace": ns,
+                             "capturePort": 9999, "durationSeconds": duration, **trigger}}}, ns)
+        if not wait:
+            return None
+        return self.wait_phase(name, ("Succeeded", "Failed"), timeout)
+
+    def wait_phase(self, name, phases, timeout=120):
+        path = kubeapi.path_for("MLDiagnosticsConnection", JAX["ns"], name)
+        return self.api.wait(path, lambda o: o.get("status", {}).get("phase") in phases,
+                             timeout, what="capture %s in %s" % (name, phases))
+
+    def xprof_read(self, files):
+        p = subprocess.run([sys.executable, "-c", XPROF_READ, *files], capture_output=True,
+                           text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def assert_profiles(self, mldc, storage, stems):
+        """Succeeded; one file per host named `stem`.xplane.pb where status
+        says; xprof reads them."""
+        st = mldc["status"]
+        self.assertEqual(st["phase"], "Succeeded", json.dumps(st, indent=1))
+        out = os.path.join(storage, "plugins", "profile", st["sessionId"])
+        self.assertEqual(st["captureResult"]["outputLocation"], out)
+        want = sorted(s + ".xplane.pb" for s in stems)
+        self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".xplane.pb")), want)
+        self.assertEqual(sorted(h["outputFile"] for h in st["hosts"]),
+                         [os.path.join(out, f) for f in want])
+        for path, got in self.xprof_read([os.path.join(out, f) for f in want]).items():
+            self.assertTrue(any(t.startswith("trace_viewer") for t in got["tools"]), (path, got))
+            self.assertGreater(got["trace_events"], 0, "xprof found no trace events in " + path)
+        return out
+
+
+class SeedOperatorJax08(Captures):
+    """The operator as seed 003 installs it for JAX 0.8.x (its --set line:
+    --disable-hostname-override, no --leader-elect)."""
+
+    def test_capture_by_pod_name(self):
+        pod = JAX["pods"][0]
+        storage = os.path.join(JAX["storage"], "seed-by-pod")
+        mldc = self.capture("seed-one-pod", {"podName": pod["metadata"]["name"],
+                                             "storageLocation": storage})
+        # xprof's own naming: <podIP>_<port> (never an empty host_name).
+        self.assert_profiles(mldc, storage, ["%s_9999" % pod["status"]["podIP"]])
+        table = self.kubectl("get", "mldc", "-n", JAX["ns"]).stdout
+        self.assertRegex(table.splitlines()[0], r"NAME\s+STATUS\s+AGE")
+        self.assertRegex(table, r"seed-one-pod\s+Succeeded")
+        reasons = [e["reason"] for e in self.events(JAX["ns"], "MLDiagnosticsConnection",
+                                                    "seed-one-pod")]
+        self.assertGreaterEqual(len(set(reasons)), 2, reasons)
+
+
+class DefaultOperatorJax09(Captures):
+    """Seed 003's JAX 0.9+ command (the chart's default arguments, with
+    --leader-elect) and two replicas."""
+
+    @classmethod
+    def setUpClass(cls):
+        import e2e
+        cls.inst = e2e.cluster().install
+        cls.ops = cls.inst.reinstall_operator(False, replicas=2, names=("operator-a",
+                                                                        "operator-b"))
+        for p in cls.ops:
+            p.wait_ready()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.inst.reinstall_operator(True)[0].wait_ready()
+
+    def leader(self):
+        lease = self.api.get(kubeapi.path_for("Lease", "gke-mldiagnostics",
+                                              "mldiagnostics-connection-operator"))
+        holder = lease["spec"].get("holderIdentity")
+        return next((p for p in self.inst.operators if p.pod["metadata"]["name"] == holder),
+                    None), holder
+
+    def test_workload_ref_names_files_after_pods_like_xprof_layout(self):
+        pods = JAX["pods"]
+        storage = os.path.join(JAX["storage"], "by-ref")
+        mldc = self.capture("whole-jobset", {
+            "workloadRef": {"kind": "JobSet", "name": "jax-train"}, "storageLocation": storage})
+        self.assert_profiles(mldc, storage, [p["metadata"]["name"] for p in pods])
+        # xprof's own client against the same three processes: the same layout.
+        logdir = os.path.join(JAX["storage"], "xprof-client")
+        addrs = ",".join("%s:9999" % p["status"]["podIP"] for p in pods)
+        t = subprocess.run([sys.executable, "-c", XPROF_TRACE, addrs, logdir, "2000"],
+                           capture_output=True, text=True, timeout=180)
+        self.assertEqual(t.returncode, 0, t.stderr[-3000:])
+        theirs = glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*.xplane.pb"))
+        self.assertEqual(len(theirs), len(pods), theirs)
+        self.xprof_read(theirs)
+
+    def test_leader_sigterm_moves_lease_and_checkpoint_resumes(self):
+        leader, holder = None, None
+        deadline = time.time() + 30
+        while leader is None and time.time() < deadline:
+            leader, holder = self.leader()
+            time.sleep(0.2)
+        self.assertIsNotNone(leader, "no stand-in holds the Lease (holder %s)" % holder)
+        pod = JAX["pods"][1]
+        storage = os.path.join(JAX["storage"], "failover")
+        self.capture("failover", {"podName": pod["metadata"]["name"],
+                                  "storageLocation": storage}, duration=20, wait=False)
+        running = self.wait_phase("failover", ("Running",), 30)
+        session = running["status"]["sessionId"]
+        leader.stop()  # SIGTERM: record as interrupted, release the Lease
+        other = next(p for p in self.inst.operators if p is not leader)
+        new = wait_for(lambda: self.leader()[0] is other, 30, "the Lease to move")
+        self.assertTrue(new)
+        done = self.wait_phase("failover", ("Succeeded", "Failed"), 120)
+        st = done["status"]
+        self.assertEqual(st["phase"], "Succeeded", json.dumps(st, indent=1))
+        self.assertEqual(st["sessionId"], session, "the checkpoint keeps the session")
+        self.assertGreaterEqual(st["attempts"], 2)
+        leader.start()
+        leader.wait_ready()
+
+    def test_delete_mid_capture_cancels_the_rpc(self):
+        """A real JAX server holds one profiling session at a time: a second
+        capture of the same pod succeeds right after the deletion only if
+        the first RPC was cancelled."""
+        pod = JAX["pods"][2]
+        storage = os.path.join(JAX["storage"], "deleted")
+        self.capture("to-delete", {"podName": pod["metadata"]["name"],
+                                   "storageLocation": storage}, duration=30, wait=False)
+        self.wait_phase("to-delete", ("Running",), 30)
+        time.sleep(1)
+        self.kubectl("delete", "mldc", "to-delete", "-n", JAX["ns"])
+        t0 = time.time()
+        mldc = self.capture("after-delete", {"podName": pod["metadata"]["name"],
+                                             "storageLocation": storage})
+        self.assertEqual(mldc["status"]["phase"], "Succeeded", json.dumps(mldc["status"]))
+        self.assertLess(time.time() - t0, 25, "the deleted capture's session was still held")
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    raise AssertionError("timed out waiting for " + what)
+
+
+if __name__ == "__main__":
+    unittest.main()
