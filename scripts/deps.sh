@@ -6,7 +6,7 @@ common="cmake make gcc pkg-config libc6-dev libmicrohttpd-dev libgnutls28-dev li
  libcurl4-openssl-dev libjansson-dev libyaml-dev openssl curl ca-certificates python3"
 case "${1:-test}" in
   test)  pkgs="$common libcriterion-dev python3-grpcio python3-grpc-tools python3-jsonpatch
-               python3-yaml clang-format" ;;
+               python3-yaml clang-format python3-venv iproute2 util-linux" ;;
   run)   pkgs="$common" ;;
   bench) pkgs="$common wrk nginx-light golang-go libnghttp2-dev" ;;
   fuzz)  pkgs="$common clang libclang-rt-14-dev" ;;

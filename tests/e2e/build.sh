@@ -21,6 +21,9 @@ GO=${GO:-$(command -v go)}
 # Debian's golang-go is too old for these modules: take the machine's Go.
 case "$($GO version)" in *go1.2[6-9]*|*go1.[3-9]*) ;; *)
   [ -x /usr/local/go/bin/go ] && GO=/usr/local/go/bin/go ;; esac
+case "$($GO version 2>/dev/null)" in *go1.2[6-9]*|*go1.[3-9]*) ;; *)
+  echo "e2e build: needs Go >= 1.26 (the machine's /usr/local/go); found: $($GO version 2>&1)" >&2
+  exit 1 ;; esac
 export GOFLAGS=-mod=readonly CGO_ENABLED=0 GOTOOLCHAIN=local
 mkdir -p "$CACHE"
 
