@@ -3,8 +3,9 @@ control plane, the node (kubelet.py, with pod network namespaces), the
 workload controllers, and seed 003's install with the webhook and operator
 running as local processes.
 
-    python cluster.py up   [--dir D]   start, install, serve until SIGTERM;
-                                       prints the KUBECONFIG line when ready
+    python cluster.py up   [--dir D]   start, install, run the webhook (the
+                                       operator is `make run`'s), serve until
+                                       SIGTERM; prints the KUBECONFIG line
     python cluster.py down [--dir D]   stop what `up` started
 `make cluster` / `make cluster-down` call these; the tests import Cluster.
 """
@@ -56,7 +57,7 @@ class Cluster:
         line = "[e2e %s] %s" % (time.strftime("%H:%M:%S"), msg)
         print(line, file=sys.stderr, flush=True)
 
-    def up(self, install_charts=True, start_processes=True):
+    def up(self, install_charts=True, start_processes=True, start_operator=True):
         t0 = time.time()
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
@@ -94,7 +95,8 @@ class Cluster:
             self.log("charts installed with helm in %.1fs" % (time.time() - t1))
             if start_processes:
                 self.webhook = self.install.start_webhook()
-                self.operator = self.install.start_operator()
+                if start_operator:
+                    self.operator = self.install.start_operator()
         self.log("cluster up in %.1fs; KUBECONFIG=%s" % (time.time() - t0,
                                                          self.cp.admin_kubeconfig))
         return self
@@ -167,12 +169,15 @@ def main():
     try:
         with open(state, "w") as f:
             json.dump({"pid": os.getpid(), "dir": a.dir}, f)
-        c.up()
+        # The operator is `make run`'s to start (DESIGN §2): one reconciler.
+        c.up(start_operator=False)
         with open(state, "w") as f:
             json.dump({"pid": os.getpid(), "kubeconfig": c.cp.admin_kubeconfig,
                        "dir": a.dir}, f)
         serving.set()
         print("export KUBECONFIG=%s" % c.cp.admin_kubeconfig, flush=True)
+        print("# the webhook serves the cluster; `make run` with this KUBECONFIG adds the "
+              "operator", flush=True)
         stop.wait()
     finally:
         c.down()

@@ -19,7 +19,8 @@ case "${1:-}" in
     while [ $i -lt 600 ]; do
       if grep -q '^export KUBECONFIG=' "$LOG" 2>/dev/null; then
         grep '^export KUBECONFIG=' "$LOG"
-        echo "# cluster up (pid $pid); make cluster-down stops it; log: $LOG"
+        echo "# cluster up (pid $pid): the webhook serves it; \`make run\` with this KUBECONFIG"
+        echo "# adds the operator; make cluster-down stops it; log: $LOG"
         exit 0
       fi
       kill -0 $pid 2>/dev/null || { echo "cluster failed to start; last lines of $LOG:" >&2

@@ -215,6 +215,11 @@ class DefaultOperatorJax09(Captures):
                                   "storageLocation": storage}, duration=20, wait=False)
         running = self.wait_phase("failover", ("Running",), 30)
         session = running["status"]["sessionId"]
+        # Only the leader reconciles: every Event so far is its own.
+        before = {e["reportingInstance"] for e in self.events(JAX["ns"],
+                                                              "MLDiagnosticsConnection",
+                                                              "failover")}
+        self.assertEqual(before, {holder})
         leader.stop()  # SIGTERM: record as interrupted, release the Lease
         other = next(p for p in self.inst.operators if p is not leader)
         new = wait_for(lambda: self.leader()[0] is other, 30, "the Lease to move")
@@ -224,6 +229,10 @@ class DefaultOperatorJax09(Captures):
         self.assertEqual(st["phase"], "Succeeded", json.dumps(st, indent=1))
         self.assertEqual(st["sessionId"], session, "the checkpoint keeps the session")
         self.assertGreaterEqual(st["attempts"], 2)
+        after = {e["reportingInstance"] for e in self.events(JAX["ns"],
+                                                             "MLDiagnosticsConnection",
+                                                             "failover")} - before
+        self.assertEqual(after, {other.pod["metadata"]["name"]}, "the new leader finished it")
         leader.start()
         leader.wait_ready()
 
