@@ -354,11 +354,6 @@ static int record_interrupted(struct op_capture *c, struct run *run, const json_
 
 /* ---------- dispatch ---------- */
 
-static int64_t start_delay_ms(size_t hosts)
-{
-    return 250 + (int64_t)hosts / 2; /* time to open every connection, then start together */
-}
-
 static void free_list(char **v, size_t n)
 {
     for (size_t i = 0; v && i < n; i++)
@@ -467,7 +462,7 @@ static int submit(struct op_capture *c, const struct dispatch *x, struct run *ru
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
     for (size_t i = 0; i < x->t->n; i++)
         tg[i] = (struct op_relay_target){x->t->v[i].pod, x->t->v[i].ip};
-    int64_t dur_ms = x->spec->duration_s * 1000, delay_ms = start_delay_ms(x->t->n);
+    int64_t dur_ms = x->spec->duration_s * 1000, delay_ms = op_start_delay_ms(x->t->n);
     int64_t deadline = (dur_ms * 2 > 60000 ? dur_ms * 2 : 60000) + delay_ms;
     int64_t ceiling = c->d.cfg->sidecar_timeout_ns / K8S_NSEC_PER_MSEC;
     struct op_batch_spec b = {
@@ -505,7 +500,8 @@ static enum op_result dispatch(struct op_capture *c, const struct dispatch *x, i
     pthread_mutex_unlock(&c->lock);
     if (!run)
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
-    int64_t now_ns = k8s_real_ns(), start_ns = now_ns + start_delay_ms(x->t->n) * K8S_NSEC_PER_MSEC;
+    int64_t now_ns = k8s_real_ns(),
+            start_ns = now_ns + op_start_delay_ms(x->t->n) * K8S_NSEC_PER_MSEC;
     if (x->session)
         snprintf(run->session, sizeof(run->session), "%s", x->session);
     else
@@ -597,6 +593,7 @@ static enum op_result pending(struct op_capture *c, const json_t *obj, const cha
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
     enum op_result res = OP_DONE;
     int r = 0;
+    struct k8s_error verr;
     if (t.state == OP_TARGETS_FAIL && !confirmed_absent(c, &t)) {
         *after = CACHE_RECHECK; /* there after all: wait for the cache to catch up */
         res = OP_REQUEUE_AFTER;
@@ -617,6 +614,8 @@ static enum op_result pending(struct op_capture *c, const json_t *obj, const cha
                          : c->d.cfg->pod_ready_timeout_ns / 4;
             res = OP_REQUEUE_AFTER;
         }
+    } else if (op_spec_check_sidecar(s, t.n, c->d.cfg->sidecar_timeout_ns, &verr) < 0) {
+        r = fail_now(c, obj, key, "InvalidSpec", verr.message, err); /* more hosts, longer delay */
     } else {
         const struct dispatch x = {obj, key, s, &t, 1, NULL};
         char busy[700] = "";
@@ -651,10 +650,13 @@ static enum op_result resume(struct op_capture *c, const json_t *obj, const char
     if (op_targets_resolve(s, &st, &t) < 0)
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
     enum op_result res;
+    struct k8s_error verr;
     if (t.state != OP_TARGETS_READY) {
         char msg[1200];
         snprintf(msg, sizeof(msg), "cannot resume the interrupted capture: %s", t.why);
         res = fail_now(c, obj, key, "TargetsNotReady", msg, err) < 0 ? OP_RETRY : OP_DONE;
+    } else if (op_spec_check_sidecar(s, t.n, c->d.cfg->sidecar_timeout_ns, &verr) < 0) {
+        res = fail_now(c, obj, key, "InvalidSpec", verr.message, err) < 0 ? OP_RETRY : OP_DONE;
     } else {
         const struct dispatch x = {obj, key, s, &t, (int)attempts + 1, session};
         char busy[700];
@@ -749,8 +751,8 @@ static enum op_result step(struct op_capture *c, const json_t *obj, const char *
         return OP_DONE;
     struct op_spec s;
     struct k8s_error verr;
-    struct op_spec_limits lim = {c->d.cfg->max_capture_duration_ns,
-                                 c->d.cfg->allow_cross_namespace};
+    struct op_spec_limits lim = {c->d.cfg->max_capture_duration_ns, c->d.cfg->allow_cross_namespace,
+                                 c->d.cfg->sidecar_timeout_ns};
     if (op_spec_parse(obj, &lim, &s, &verr) < 0)
         return fail_now(c, obj, key, "InvalidSpec", verr.message, err) < 0 ? OP_RETRY : OP_DONE;
     enum op_result res = OP_DONE;
