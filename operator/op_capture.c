@@ -8,6 +8,7 @@
 #include "k8s_log.h"
 #include "k8s_time.h"
 #include "op_event.h"
+#include "op_holds.h"
 #include "op_proto.h"
 #include "op_spec.h"
 #include "op_status.h"
@@ -28,7 +29,7 @@ struct run {
     bool interrupted; /* cancelled by shutdown: record as interrupted */
     bool discard;     /* the resource is gone: drop the results */
     struct op_host_result *results;
-    char **pods; /* claimed "ns/pod", and the hosts' file names */
+    char **pods; /* held "ns/pod" (op_holds), and the hosts' file names */
     char **files;
     size_t n;
     int attempt;
@@ -49,6 +50,7 @@ struct op_capture {
     pthread_mutex_t lock;
     pthread_cond_t cond; /* a batch finished */
     struct run *runs;
+    struct op_holds *holds; /* pod -> the run holding it */
     bool stopping;
     struct metrics m;
 };
@@ -63,7 +65,8 @@ static struct run *run_find(struct op_capture *c, const char *key)
     return NULL;
 }
 
-static void run_release(struct run *r)
+/* Free the pod and result arrays; the holds stay as they are. */
+static void run_clear(struct run *r)
 {
     for (size_t i = 0; i < r->n; i++) {
         free(r->pods[i]);
@@ -78,6 +81,13 @@ static void run_release(struct run *r)
     r->finished = r->interrupted = false;
 }
 
+/* Done with the pods: clear, and give them up for other captures. */
+static void run_release(struct op_capture *c, struct run *r)
+{
+    run_clear(r);
+    op_holds_release(c->holds, r);
+}
+
 static void run_drop(struct op_capture *c, struct run *r)
 {
     for (struct run **p = &c->runs; *p; p = &(*p)->next)
@@ -85,7 +95,7 @@ static void run_drop(struct op_capture *c, struct run *r)
             *p = r->next;
             break;
         }
-    run_release(r);
+    run_release(c, r);
     free(r->key);
     free(r->uid);
     free(r);
@@ -103,17 +113,6 @@ static struct run *run_new(struct op_capture *c, const char *key, const char *ui
     r->next = c->runs;
     c->runs = r;
     return r;
-}
-
-/* Is "ns/pod" claimed by a run other than self? Its key when so. */
-static const char *claimed_by(struct op_capture *c, const struct run *self, const char *pod)
-{
-    for (struct run *r = c->runs; r; r = r->next)
-        if (r != self && (r->live || r->finished))
-            for (size_t i = 0; i < r->n; i++)
-                if (!strcmp(r->pods[i], pod))
-                    return r->key;
-    return NULL;
 }
 
 /* ---------- small helpers ---------- */
@@ -321,7 +320,7 @@ static int finish(struct op_capture *c, struct run *run, const json_t *obj, cons
                            (json_int_t)last));
     event(c, obj, ok ? "Normal" : "Warning", ok ? "Succeeded" : "Failed", ok ? msg : failures);
     pthread_mutex_lock(&c->lock);
-    run_release(run); /* keep written_rv: a stale cache is read through */
+    run_release(c, run); /* keep written_rv: a stale cache is read through */
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -345,7 +344,7 @@ static int record_interrupted(struct op_capture *c, struct run *run, const json_
     if (r < 0)
         return r;
     pthread_mutex_lock(&c->lock);
-    run_release(run);
+    run_release(c, run);
     pthread_mutex_unlock(&c->lock);
     k8s_metric_add(c->m.interrupted, 1);
     log_transition(key, "Running", msg);
@@ -355,56 +354,19 @@ static int record_interrupted(struct op_capture *c, struct run *run, const json_
 
 /* ---------- dispatch ---------- */
 
-static int64_t start_delay_ms(size_t hosts)
+static void free_list(char **v, size_t n)
 {
-    return 250 + (int64_t)hosts / 2; /* time to open every connection, then start together */
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
 }
 
-/* Another Running capture in the cache lists one of these pods? */
-struct busy_scan {
-    const char *self, *ns;
-    const struct op_targets *t;
-    char found[600];
-};
-
-static int target_cmp(const void *key, const void *elem)
-{
-    return strcmp(key, ((const struct op_target *)elem)->pod);
-}
-
-static void scan_running(void *ud, const char *key, const json_t *obj)
-{
-    struct busy_scan *b = ud;
-    const json_t *st = json_object_get(obj, "status");
-    const char *phase = json_string_value(json_object_get(st, "phase"));
-    const char *pns = op_str2(json_object_get(obj, "spec"), "triggerCapture", "podNamespace");
-    const char *own = op_str2(obj, "metadata", "namespace");
-    if (b->found[0] || !phase || strcmp(phase, "Running") || !strcmp(key, b->self))
-        return;
-    if (strcmp(pns && *pns ? pns : own ? own : "", b->ns))
-        return;
-    size_t i;
-    json_t *h;
-    json_array_foreach(json_object_get(st, "hosts"), i, h)
-    {
-        const char *pod = json_string_value(json_object_get(h, "pod"));
-        if (pod && bsearch(pod, b->t->v, b->t->n, sizeof(*b->t->v), target_cmp)) {
-            snprintf(b->found, sizeof(b->found), "pod %s is busy with capture %s", pod, key);
-            return;
-        }
-    }
-}
-
-/* Claim the targets for run; false with *why when a pod is busy. */
+/* Claim the targets for run (op_holds: the check and the taking are one
+ * step, so of two workers deciding at once one wins); false with *why,
+ * naming the pod and the capture holding it, when one is busy. */
 static bool claim(struct op_capture *c, struct run *run, const struct op_spec *s,
                   const struct op_targets *t, const char *storage_root, char *why, size_t cap)
 {
-    struct busy_scan scan = {.self = run->key, .ns = s->pod_namespace, .t = t};
-    k8s_store_each(c->d.conns, scan_running, &scan);
-    if (scan.found[0]) {
-        snprintf(why, cap, "%s", scan.found);
-        return false;
-    }
     char **pods = calloc(t->n, sizeof(*pods)), **files = calloc(t->n, sizeof(*files));
     bool ok = pods && files;
     for (size_t i = 0; ok && i < t->n; i++) {
@@ -415,29 +377,19 @@ static bool claim(struct op_capture *c, struct run *run, const struct op_spec *s
         ok = asprintf(&pods[i], "%s/%s", s->pod_namespace, t->v[i].pod) > 0 &&
              asprintf(&files[i], "%s/%s.xplane.pb", storage_root, file) > 0;
     }
-    pthread_mutex_lock(&c->lock);
-    const char *other = NULL;
-    for (size_t i = 0; ok && i < t->n && !other; i++)
-        other = claimed_by(c, run, pods[i]);
-    if (ok && !other) {
-        run_release(run);
+    struct k8s_error e = {0};
+    if (ok && op_holds_claim(c->holds, run, run->key, pods, t->n, &e) == 0) {
+        pthread_mutex_lock(&c->lock);
+        run_clear(run); /* what it held before is now pods[] */
         run->pods = pods;
         run->files = files;
         run->n = t->n;
-    } else if (other) {
-        snprintf(why, cap, "a target pod is busy with capture %s", other);
-    } else {
-        snprintf(why, cap, "out of memory");
-    }
-    pthread_mutex_unlock(&c->lock);
-    if (ok && !other)
+        pthread_mutex_unlock(&c->lock);
         return true;
-    for (size_t i = 0; i < t->n; i++) {
-        free(pods ? pods[i] : NULL);
-        free(files ? files[i] : NULL);
     }
-    free(pods);
-    free(files);
+    snprintf(why, cap, "%s", ok ? e.message : "out of memory");
+    free_list(pods, t->n);
+    free_list(files, t->n);
     return false;
 }
 
@@ -510,7 +462,7 @@ static int submit(struct op_capture *c, const struct dispatch *x, struct run *ru
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
     for (size_t i = 0; i < x->t->n; i++)
         tg[i] = (struct op_relay_target){x->t->v[i].pod, x->t->v[i].ip};
-    int64_t dur_ms = x->spec->duration_s * 1000, delay_ms = start_delay_ms(x->t->n);
+    int64_t dur_ms = x->spec->duration_s * 1000, delay_ms = op_start_delay_ms(x->t->n);
     int64_t deadline = (dur_ms * 2 > 60000 ? dur_ms * 2 : 60000) + delay_ms;
     int64_t ceiling = c->d.cfg->sidecar_timeout_ns / K8S_NSEC_PER_MSEC;
     struct op_batch_spec b = {
@@ -548,7 +500,8 @@ static enum op_result dispatch(struct op_capture *c, const struct dispatch *x, i
     pthread_mutex_unlock(&c->lock);
     if (!run)
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
-    int64_t now_ns = k8s_real_ns(), start_ns = now_ns + start_delay_ms(x->t->n) * K8S_NSEC_PER_MSEC;
+    int64_t now_ns = k8s_real_ns(),
+            start_ns = now_ns + op_start_delay_ms(x->t->n) * K8S_NSEC_PER_MSEC;
     if (x->session)
         snprintf(run->session, sizeof(run->session), "%s", x->session);
     else
@@ -565,7 +518,10 @@ static enum op_result dispatch(struct op_capture *c, const struct dispatch *x, i
     r = r ? r : submit(c, x, run, root, start_ns, err);
     if (r < 0) {
         pthread_mutex_lock(&c->lock);
-        run_release(run);
+        if (x->session) /* still Running in status: it keeps its pods */
+            run_clear(run);
+        else
+            run_release(c, run);
         pthread_mutex_unlock(&c->lock);
         return OP_RETRY;
     }
@@ -637,6 +593,7 @@ static enum op_result pending(struct op_capture *c, const json_t *obj, const cha
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
     enum op_result res = OP_DONE;
     int r = 0;
+    struct k8s_error verr;
     if (t.state == OP_TARGETS_FAIL && !confirmed_absent(c, &t)) {
         *after = CACHE_RECHECK; /* there after all: wait for the cache to catch up */
         res = OP_REQUEUE_AFTER;
@@ -657,6 +614,8 @@ static enum op_result pending(struct op_capture *c, const json_t *obj, const cha
                          : c->d.cfg->pod_ready_timeout_ns / 4;
             res = OP_REQUEUE_AFTER;
         }
+    } else if (op_spec_check_sidecar(s, t.n, c->d.cfg->sidecar_timeout_ns, &verr) < 0) {
+        r = fail_now(c, obj, key, "InvalidSpec", verr.message, err); /* more hosts, longer delay */
     } else {
         const struct dispatch x = {obj, key, s, &t, 1, NULL};
         char busy[700] = "";
@@ -691,10 +650,13 @@ static enum op_result resume(struct op_capture *c, const json_t *obj, const char
     if (op_targets_resolve(s, &st, &t) < 0)
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
     enum op_result res;
+    struct k8s_error verr;
     if (t.state != OP_TARGETS_READY) {
         char msg[1200];
         snprintf(msg, sizeof(msg), "cannot resume the interrupted capture: %s", t.why);
         res = fail_now(c, obj, key, "TargetsNotReady", msg, err) < 0 ? OP_RETRY : OP_DONE;
+    } else if (op_spec_check_sidecar(s, t.n, c->d.cfg->sidecar_timeout_ns, &verr) < 0) {
+        res = fail_now(c, obj, key, "InvalidSpec", verr.message, err) < 0 ? OP_RETRY : OP_DONE;
     } else {
         const struct dispatch x = {obj, key, s, &t, (int)attempts + 1, session};
         char busy[700];
@@ -789,8 +751,8 @@ static enum op_result step(struct op_capture *c, const json_t *obj, const char *
         return OP_DONE;
     struct op_spec s;
     struct k8s_error verr;
-    struct op_spec_limits lim = {c->d.cfg->max_capture_duration_ns,
-                                 c->d.cfg->allow_cross_namespace};
+    struct op_spec_limits lim = {c->d.cfg->max_capture_duration_ns, c->d.cfg->allow_cross_namespace,
+                                 c->d.cfg->sidecar_timeout_ns};
     if (op_spec_parse(obj, &lim, &s, &verr) < 0)
         return fail_now(c, obj, key, "InvalidSpec", verr.message, err) < 0 ? OP_RETRY : OP_DONE;
     enum op_result res = OP_DONE;
@@ -870,11 +832,62 @@ int op_capture_new(const struct op_capture_deps *deps, struct op_capture **ret)
     if (!c)
         return -K8S_ENOMEM;
     c->d = *deps;
+    if (!(c->holds = op_holds_new())) {
+        free(c);
+        return -K8S_ENOMEM;
+    }
     pthread_mutex_init(&c->lock, NULL);
     k8s_cond_init_mono(&c->cond);
     register_metrics(c);
     *ret = c;
     return 0;
+}
+
+/* "ns/pod" of each status.hosts[] entry of a resource in Running; NULL
+ * when it is not Running or lists no host. */
+static char **status_pods(const json_t *obj, size_t *ret_n)
+{
+    const json_t *hosts = json_object_get(json_object_get(obj, "status"), "hosts");
+    const char *pns = op_str2(json_object_get(obj, "spec"), "triggerCapture", "podNamespace");
+    const char *ns = pns && *pns ? pns : op_str2(obj, "metadata", "namespace");
+    const char *phase = op_str2(obj, "status", "phase");
+    size_t n = json_array_size(hosts), k = 0, i;
+    char **pods = n && ns && phase && !strcmp(phase, "Running") ? calloc(n, sizeof(*pods)) : NULL;
+    json_t *h;
+    json_array_foreach(pods ? hosts : NULL, i, h)
+    {
+        const char *pod = json_string_value(json_object_get(h, "pod"));
+        if (pod && asprintf(&pods[k], "%s/%s", ns, pod) > 0)
+            k++;
+    }
+    *ret_n = k;
+    return pods;
+}
+
+static void adopt_one(void *ud, const char *key, const json_t *obj)
+{
+    struct op_capture *c = ud;
+    size_t n = 0;
+    char **pods = status_pods(obj, &n);
+    if (!pods)
+        return;
+    pthread_mutex_lock(&c->lock);
+    struct run *r = run_find(c, key);
+    if (!r)
+        r = run_new(c, key, op_str2(obj, "metadata", "uid"));
+    if (r && !r->live && !r->finished && !r->n &&
+        op_holds_claim(c->holds, r, key, pods, n, NULL) == 0) {
+        r->pods = pods; /* files: the re-dispatch's claim sets them */
+        r->n = n;
+        pods = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    free_list(pods, n);
+}
+
+void op_capture_adopt(struct op_capture *c)
+{
+    k8s_store_each(c->d.conns, adopt_one, c);
 }
 
 size_t op_capture_live(struct op_capture *c)
@@ -966,6 +979,7 @@ void op_capture_free(struct op_capture *c)
     op_capture_abandon(c);
     while (c->runs)
         run_drop(c, c->runs);
+    op_holds_free(c->holds);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
     free(c);

@@ -7,9 +7,19 @@
  * checkpoint: Running (with session id, attempt and hosts) is written
  * before any RPC; a Running resource this process has no RPCs for (after
  * a restart or a failover) is re-dispatched with the same session id while
- * attempts remain, else Failed with its history. At most one capture per
- * pod: a capture whose pods are busy waits in Pending. Deleting a resource
+ * attempts remain, else Failed with its history. Deleting a resource
  * cancels its RPCs.
+ *
+ * At most one capture per pod, for any interleaving (DESIGN §4.2): a
+ * capture claims its target pods in op_holds in the same step as it
+ * decides to run, before it writes Running, and gives them up only once
+ * its RPCs are over and its outcome is written (or it is gone); a
+ * capture that finds a pod held waits in Pending with a message naming
+ * the pod and the holder, and looks again every 2 s. A capture found
+ * Running in status (after a restart or a leader change) holds the pods
+ * listed in its status.hosts from op_capture_adopt on, until it ends or
+ * is re-dispatched, so the new leader resumes it before anything new
+ * takes its pods.
  *
  * In memory per resource: the live batch, its pod claims, results not yet
  * written, and the resourceVersion of our last write (a cache older than
@@ -67,6 +77,11 @@ enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64
  * cancelled ones as interrupted, still Running, for the next leader to
  * resume). Call after the workers stopped. */
 void op_capture_shutdown(struct op_capture *c, int64_t grace_ns);
+
+/* This replica starts reconciling (start-up or a leader change): every
+ * resource the connections cache shows Running holds its status.hosts.
+ * Call once the caches have synced, before the first reconcile. */
+void op_capture_adopt(struct op_capture *c);
 
 /* Lost leadership: cancel every live batch, write nothing. */
 void op_capture_abandon(struct op_capture *c);

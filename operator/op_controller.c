@@ -362,6 +362,7 @@ void op_controller_lead(struct op_controller *c)
     c->leading = true;
     pthread_cond_broadcast(&c->cond); /* audit now with events */
     pthread_mutex_unlock(&c->lock);
+    op_capture_adopt(c->capture); /* who holds which pod, before anything is dispatched */
     struct enqueue_scan s = {c->queue, NULL};
     k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
     int n = (int)c->cfg->workers < MAX_WORKERS ? (int)c->cfg->workers : MAX_WORKERS;

@@ -7,9 +7,10 @@
  *
  * Every watch runs on every replica, so /readyz means "caches synced" on
  * leader and followers alike; workers start once this replica leads and
- * the caches have synced, with every known resource queued. A change to a
- * pod or workload queues the unfinished captures of its namespace. The
- * audit (op_audit) rescans every 15 s.
+ * the caches have synced, after the captures Running in status have taken
+ * back their pods (op_capture_adopt) and with every known resource queued.
+ * A change to a pod or workload queues the unfinished captures of its
+ * namespace. The audit (op_audit) rescans every 15 s.
  *
  * Thread-safety: the public functions are for main's thread.
  */

@@ -263,6 +263,27 @@ static int parse(const json_t *tc, const char *own, const struct op_spec_limits 
     return r ? r : storage(s, loc, reterr);
 }
 
+int64_t op_start_delay_ms(size_t hosts)
+{
+    return 250 + (int64_t)(hosts / 2);
+}
+
+int op_spec_check_sidecar(const struct op_spec *s, size_t hosts, int64_t sidecar_timeout_ns,
+                          struct k8s_error *reterr)
+{
+    int64_t delay_ms = op_start_delay_ms(hosts);
+    if (!sidecar_timeout_ns ||
+        s->duration_s * 1000 + delay_ms <= sidecar_timeout_ns / K8S_NSEC_PER_MSEC)
+        return 0;
+    char limit[32];
+    k8s_duration_format(sidecar_timeout_ns, limit);
+    return k8s_error_set(reterr, -K8S_EINVAL,
+                         F "durationSeconds: %llds plus the %lldms start delay exceeds "
+                           "--sidecar-timeout (%s), the ceiling for one capture: the profiler "
+                           "would be cut off and save nothing",
+                         (long long)s->duration_s, (long long)delay_ms, limit);
+}
+
 int op_spec_parse(const json_t *obj, const struct op_spec_limits *lim, struct op_spec *ret,
                   struct k8s_error *reterr)
 {
@@ -276,6 +297,7 @@ int op_spec_parse(const json_t *obj, const struct op_spec_limits *lim, struct op
         return k8s_error_set(reterr, -K8S_EINVAL, "spec.triggerCapture: required");
     struct op_spec s = {0};
     int r = parse(tc, own ? own : "default", lim, &s, reterr);
+    r = r ? r : op_spec_check_sidecar(&s, s.n_pods ? s.n_pods : 1, lim->sidecar_timeout_ns, reterr);
     if (r < 0) {
         op_spec_done(&s);
         return r;

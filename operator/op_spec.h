@@ -4,6 +4,12 @@
  * that names the field, e.g.
  *   "spec.triggerCapture.capturePort: must be between 1 and 65535 (got 0)".
  *
+ * Also the rule that ties a capture to --sidecar-timeout: the RPC deadline
+ * is capped by it, and a profiler cut short saves nothing, so a capture
+ * whose duration plus start delay (the common start is set in the future
+ * by op_start_delay_ms, so that every host starts together) does not fit
+ * in it could never save a profile and is invalid.
+ *
  * Thread-safety: reentrant; a struct op_spec belongs to its caller.
  */
 #ifndef OP_SPEC_H
@@ -34,15 +40,29 @@ struct op_spec {
 struct op_spec_limits {
     int64_t max_duration_ns;    /* --max-capture-duration */
     bool allow_cross_namespace; /* --allow-cross-namespace */
+    int64_t sidecar_timeout_ns; /* --sidecar-timeout; 0: not checked */
 };
 
 /* Parse obj (an MLDiagnosticsConnection, borrowed). On success *ret owns
  * new strings (op_spec_done). -K8S_EINVAL with reterr naming the field;
- * -K8S_ENOMEM; *ret untouched on failure. */
+ * -K8S_ENOMEM; *ret untouched on failure. The sidecar-timeout rule is
+ * checked for the pods podName lists, or one pod for a workloadRef (the
+ * caller checks again once it knows how many: op_spec_check_sidecar). */
 int op_spec_parse(const json_t *obj, const struct op_spec_limits *lim, struct op_spec *ret,
                   struct k8s_error *reterr) K8S_MUST_CHECK;
 
 void op_spec_done(struct op_spec *s);
+
+/* How far in the future a capture over `hosts` pods sets its common start
+ * (time to open every connection first), in milliseconds. */
+int64_t op_start_delay_ms(size_t hosts);
+
+/* Does the capture fit in the sidecar timeout over `hosts` pods
+ * (durationSeconds + op_start_delay_ms(hosts) <= sidecar_timeout_ns)?
+ * -K8S_EINVAL when not, reterr naming durationSeconds and --sidecar-timeout
+ * with both values. sidecar_timeout_ns 0: always fits. */
+int op_spec_check_sidecar(const struct op_spec *s, size_t hosts, int64_t sidecar_timeout_ns,
+                          struct k8s_error *reterr) K8S_MUST_CHECK;
 
 /* "JobSet", "RayJob", "LeaderWorkerSet" (or "" for none). */
 const char *op_ref_kind_name(enum op_ref_kind k);

@@ -17,7 +17,10 @@ Behaves like the TSL/JAX server (see ../../../shared/reference/profiler.md):
   gs://bucket/path roots are written under
   ``gcs_dir``/bucket/path (standing in for GCS);
 * every request is logged (``requests``: dicts with the decoded fields,
-  the pod, the arrival time and the outcome).
+  the pod, the arrival time, the outcome and ``ended_ns``, when the call
+  ended, whatever its outcome); ``overlaps()`` lists the calls that arrived
+  on a pod while another call on that pod was still open (the operator
+  must never send two at once: DESIGN §4.2).
 
 Per-pod modes: "ok", "busy" (another session holds the lock), "down" (not
 listening), "slow" (waits ``slow_extra`` seconds more than asked),
@@ -133,6 +136,19 @@ class FakeProfiler:
         with self.lock:
             return [r for r in self.requests if r["pod"] == pod]
 
+    def overlaps(self):
+        """(pod, earlier, later) for each call that arrived while an earlier
+        call on the same pod had not ended yet."""
+        out = []
+        with self.lock:
+            reqs = sorted(self.requests, key=lambda r: r["received_ns"])
+        for i, later in enumerate(reqs):
+            for earlier in reqs[:i]:
+                end = earlier.get("ended_ns")
+                if earlier["pod"] == later["pod"] and (end is None or end > later["received_ns"]):
+                    out.append((later["pod"], earlier, later))
+        return out
+
     def output_path(self, root, session, host):
         if root.startswith("gs://"):
             root = os.path.join(self.gcs_dir, root[5:])
@@ -206,6 +222,12 @@ class _Servicer:
 
     async def Profile(self, request, context):
         entry = self._log(request, context, time.time_ns())
+        try:
+            return await self._profile(request, context, entry)
+        finally:
+            entry["ended_ns"] = time.time_ns()
+
+    async def _profile(self, request, context, entry):
         pod = self.pod
         pod.calls += 1
         mode = pod.mode

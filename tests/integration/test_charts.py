@@ -1,7 +1,8 @@
 """The Helm charts (DESIGN §5) rendered and linted by the real helm binary
 (tests/tools/charts.py: $MLD_HELM, else tests/e2e/build.sh's, else PATH; none is a
 failure): default values, seed 003's --set lines, certManager.enabled=false and
-webhook.failurePolicy=Fail. `helm lint --strict` passes for both charts with the defaults
+webhook.failurePolicy=Fail; the operator Deployment's strategy (Recreate without
+--leader-elect, RollingUpdate with it). `helm lint --strict` passes for both charts with the defaults
 and with seed 003's values; values.schema.json refuses wrong values naming them. Every
 object parses and carries the fields the design names; the operator's rendered args and
 the certgen Job's args go through the real binaries' flag parsers (the certgen Job runs
@@ -413,6 +414,34 @@ class OperatorChartTest(unittest.TestCase, Common):
                             "--sidecar-timeout=65 minutes"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
         self.assertIn("--sidecar-timeout", p.stderr)
+
+    def test_strategy_follows_leader_election(self):
+        """DESIGN §5 (issue 12, behaviour 6): without --leader-elect every pod
+        reconciles, so an upgrade must stop the old pod before starting the new one
+        (Recreate); with it the new pod waits for the Lease (RollingUpdate). The chart
+        reads the args as the operator's flag parser does: the binary's --dry-run
+        says the same for every variant."""
+        def strategy(docs):
+            return find(docs, "Deployment", OP)["spec"]["strategy"]
+        self.assertEqual(strategy(self.docs), {"type": "RollingUpdate"})
+        self.assertEqual(strategy(self.seed), {"type": "Recreate"}, "seed 003's --set line")
+        for args, leads in ((["--leader-elect"], True), (["-leader-elect"], True),
+                            (["--leader-elect=true"], True), (["--leader-elect=T"], True),
+                            (["--leader-elect=1"], True), (["--leader-elect=false"], False),
+                            (["--leader-elect=0"], False), (["-leader-elect=F"], False),
+                            (["--leader-elect", "--leader-elect=false"], False),
+                            (["--leader-elect=false", "--leader-elect"], True),
+                            (["--leader-election-id=x", "--leader-election-namespace=y"], False),
+                            (["--sidecar-timeout=65m"], False)):
+            with self.subTest(args=args):
+                docs = render(OP, tests=False, sets=[
+                    "mldiagnosticsConnectionOperator.controller.args={%s}" % ",".join(args)])
+                self.assertEqual(strategy(docs), {"type": "RollingUpdate" if leads
+                                                  else "Recreate"})
+                p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-operator"), *args,
+                                    "--dry-run"], capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                self.assertEqual(json.loads(p.stdout)["leader-elect"], leads)
 
     def test_disabled_listeners(self):
         docs = render(OP, sets=["mldiagnosticsConnectionOperator.controller.args="

@@ -3,7 +3,8 @@ API server (tests/fakes/fake_apiserver.py) and real gRPC profiler servers
 (tests/fakes/fake_profiler.py, python3-grpcio), one per fake pod on its own
 127.x.y.z address. DESIGN §4: captures over several pods with the exact
 request fields, failures naming the pod and the reason, invalid specs
-failing without an RPC, workloadRef targets, --disable-hostname-override,
+failing without an RPC (a duration that cannot fit in --sidecar-timeout
+among them), workloadRef targets, --disable-hostname-override,
 one capture per pod, deletion cancelling RPCs, retries of UNAVAILABLE,
 events, metrics and the audit (uninjected pods, namespace-label opt-ins, pods
 whose injected identity the google-cloud-mldiagnostics SDK would refuse)."""
@@ -570,6 +571,85 @@ class CrossNamespaceTest(OperatorTest):
         make_pod(self.api, "xns-0", "127.3.1.1", ns="team-b")
         self.capture("xns", podName="xns-0", podNamespace="team-b")
         self.assertEqual(self.wait_phase("xns")["status"]["phase"], "Succeeded")
+
+
+class SidecarTimeoutCase(OperatorTest):
+    """DESIGN §4.2/§4.3 (issue 12, behaviour 5): the RPC deadline is capped by
+    --sidecar-timeout and a profiler cut short saves nothing, so a capture whose
+    duration plus start delay does not fit can never succeed: Failed at once,
+    without an RPC, naming durationSeconds and --sidecar-timeout with both values."""
+    operator_args = None
+
+    def assert_refused(self, name, pods, pattern):
+        t0 = time.time()
+        st = self.wait_phase(name, timeout=10)["status"]
+        self.assertLess(time.time() - t0, 10 * SLOW)
+        self.assertEqual(st["phase"], "Failed", st)
+        self.assertRegex(st["message"], pattern)
+        self.assertRegex(st["captureResult"]["errorMessage"], pattern)
+        conds = {c["type"]: c for c in st["conditions"]}
+        self.assertEqual((conds["Valid"]["status"], conds["Valid"]["reason"]),
+                         ("False", "InvalidSpec"))
+        for pod in pods:
+            self.assertEqual(self.prof.requests_for(pod), [], "no RPC for a doomed capture")
+        self.assertTrue(wait_until(lambda: "InvalidSpec" in [e["reason"] for e in
+                                                             self.events(name)], 5))
+
+    def assert_dispatched(self, name, pod, duration):
+        self.wait_phase(name, ("Running",), timeout=10)
+        self.assertTrue(wait_until(lambda: self.prof.requests_for(pod), 5))
+        r = self.prof.requests_for(pod)[0]
+        self.assertEqual(r["duration_ms"], duration * 1000)
+        self.api.delete(CONN, name, ns=NS)  # cancels it
+        return r
+
+
+class SidecarTimeoutTest(SidecarTimeoutCase):
+    """The chart's default, --sidecar-timeout=5m."""
+    operator_args = ("--sidecar-timeout=5m",)
+
+    def test_ten_minutes_in_five_fails_at_once(self):
+        pods = self.pods("ten", 2)
+        self.capture("ten", podName=",".join(pods), durationSeconds=600)
+        self.assert_refused("ten", pods, r"^spec\.triggerCapture\.durationSeconds: 600s plus the "
+                            r"251ms start delay exceeds --sidecar-timeout \(5m0s\)")
+
+    def test_what_fits_is_dispatched(self):
+        pods = self.pods("fits", 1)
+        self.capture("fits", podName=pods[0], durationSeconds=299)
+        r = self.assert_dispatched("fits", pods[0], 299)
+        self.assertLessEqual(r["time_remaining"], 300, "the deadline is capped by the timeout")
+
+
+class SidecarTimeoutHostsTest(SidecarTimeoutCase):
+    """The start delay grows with the hosts (250 ms + 1 ms per 2): a workloadRef's
+    count is known only once its pods are resolved, and checked then."""
+    operator_args = ("--sidecar-timeout=2251ms",)
+
+    def test_a_workload_counts_its_pods(self):
+        self.api.create(JOBSETS, {"metadata": {"name": "edge"}, "spec": {}}, ns=NS)
+        pods = self.pods("edge-w", 4, labels={"jobset.sigs.k8s.io/jobset-name": "edge"})
+        self.capture("edge", podName=None, workloadRef={"kind": "JobSet", "name": "edge"},
+                     durationSeconds=2)  # 2 s + 250 ms fit, 2 s + 252 ms do not
+        self.assert_refused("edge", pods, r"^spec\.triggerCapture\.durationSeconds: 2s plus the "
+                            r"252ms start delay exceeds --sidecar-timeout \(2\.251s\)")
+
+
+class SeedSidecarTimeoutTest(SidecarTimeoutCase):
+    """The seed's --sidecar-timeout=65m, with a --max-capture-duration that lets
+    longer captures through to this rule."""
+    operator_args = ("--sidecar-timeout=65m", "--max-capture-duration=2h")
+
+    def test_sixty_five_minutes_and_more_fail_at_once(self):
+        pods = self.pods("long", 1)
+        self.capture("long", podName=pods[0], durationSeconds=3900)
+        self.assert_refused("long", pods, r"^spec\.triggerCapture\.durationSeconds: 3900s plus "
+                            r"the 250ms start delay exceeds --sidecar-timeout \(1h5m0s\)")
+
+    def test_an_hour_is_dispatched(self):
+        pods = self.pods("hour", 1)
+        self.capture("hour", podName=pods[0], durationSeconds=3600)
+        self.assert_dispatched("hour", pods[0], 3600)
 
 
 class FlagsTest(unittest.TestCase):

@@ -52,3 +52,19 @@ app.kubernetes.io/component: connection-operator
 {{- end -}}
 {{- $port -}}
 {{- end -}}
+
+{{/* "true" when the controller args enable leader election, else "false",
+     as mldiagnostics-operator's flag parser reads them: -leader-elect or
+     --leader-elect, bare or =1|t|T|true|TRUE|True (=0, f, false, ... turn it
+     off), the last occurrence winning. Call with the args list. */}}
+{{- define "mldop.leaderElect" -}}
+{{- $on := false -}}
+{{- range . -}}
+{{- $arg := toString . -}}
+{{- if regexMatch "^--?leader-elect(=.*)?$" $arg -}}
+{{- $value := ternary "true" (regexReplaceAll "^[^=]*=" $arg "") (not (contains "=" $arg)) -}}
+{{- $on = has $value (list "1" "t" "T" "true" "TRUE" "True") -}}
+{{- end -}}
+{{- end -}}
+{{- $on -}}
+{{- end -}}

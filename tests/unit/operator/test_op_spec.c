@@ -52,10 +52,21 @@ static json_t *object_for(const json_t *c)
     return obj;
 }
 
+/* A Go duration of the case (e.g. "sidecarTimeout": "5m"), else dflt. */
+static int64_t duration_of(const json_t *c, const char *key, int64_t dflt)
+{
+    const char *v = json_string_value(json_object_get(c, key));
+    int64_t ns = dflt;
+    if (v)
+        cr_assert_eq(k8s_duration_parse(v, &ns, NULL), 0, "%s: %s", key, v);
+    return ns;
+}
+
 static struct op_spec_limits limits(const json_t *c)
 {
-    return (struct op_spec_limits){3600 * K8S_NSEC_PER_SEC,
-                                   json_is_true(json_object_get(c, "allowCross"))};
+    return (struct op_spec_limits){duration_of(c, "maxDuration", 3600 * K8S_NSEC_PER_SEC),
+                                   json_is_true(json_object_get(c, "allowCross")),
+                                   duration_of(c, "sidecarTimeout", 0)};
 }
 
 Test(op_spec, valid_cases)
@@ -121,4 +132,26 @@ Test(op_spec, dns_names)
     cr_assert_not(op_dns_subdomain("a..b", 4));
     cr_assert_not(op_dns_subdomain("a.", 2));
     cr_assert_not(op_dns_subdomain("", 0));
+}
+
+/* DESIGN §4.2/§4.3: the start delay grows with the hosts (1,536 hosts:
+ * 250 + 768 ms), so a capture that fits over a few pods may not over a
+ * whole TPU slice; 0 leaves it unchecked. */
+Test(op_spec, the_sidecar_timeout_counts_the_start_delay_of_every_host)
+{
+    struct op_spec s = {.duration_s = 298};
+    const int64_t five_min = 300 * K8S_NSEC_PER_SEC;
+    struct k8s_error err = {0};
+    cr_assert_eq(op_start_delay_ms(1), 250);
+    cr_assert_eq(op_start_delay_ms(1536), 1018);
+    cr_assert_eq(op_spec_check_sidecar(&s, 1536, five_min, &err), 0);
+    s.duration_s = 299;
+    cr_assert_eq(op_spec_check_sidecar(&s, 2, five_min, &err), 0);
+    cr_assert_eq(op_spec_check_sidecar(&s, 1536, five_min, &err), -K8S_EINVAL);
+    cr_assert_str_eq(err.message,
+                     "spec.triggerCapture.durationSeconds: 299s plus the 1018ms start delay "
+                     "exceeds --sidecar-timeout (5m0s), the ceiling for one capture: the "
+                     "profiler would be cut off and save nothing");
+    s.duration_s = 1000000;
+    cr_assert_eq(op_spec_check_sidecar(&s, 1536, 0, &err), 0);
 }
