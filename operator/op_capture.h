@@ -9,7 +9,9 @@
  * a restart or a failover) is re-dispatched with the same session id while
  * attempts remain, else Failed with its history. At most one capture per
  * pod: a capture whose pods are busy waits in Pending. Deleting a resource
- * cancels its RPCs.
+ * cancels its RPCs; a status write that finds the resource gone (the
+ * cache has not seen the deletion yet) reads it afresh, so the run is
+ * dropped instead of retried.
  *
  * In memory per resource: the live batch, its pod claims, results not yet
  * written, and the resourceVersion of our last write (a cache older than
