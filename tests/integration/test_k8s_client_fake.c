@@ -423,3 +423,20 @@ Test(k8s_client_fake, a_crd_created_later_is_watched_within_the_absent_retry)
     k8s_watch_free(w);
     k8s_store_free(s);
 }
+
+Test(k8s_client_fake, failing_lists_back_off_and_retry_until_they_work)
+{
+    struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    struct k8s_store *s = k8s_store_new();
+    command("jobset create a");
+    command("fail 6 503");
+    command("fail 2 429 1");
+    int64_t t0 = k8s_mono_ns();
+    struct k8s_watch *w = watch_jobsets(s, &seen, 0);
+    cr_assert_eq(wait_count(&seen, &seen.listed, 1), 0, "listed in the end");
+    cr_assert_geq(k8s_watch_failures(w), 8, "every failure was retried");
+    cr_assert_geq(k8s_mono_ns() - t0, 2 * K8S_NSEC_PER_SEC, "each 429 waited its Retry-After");
+    cr_assert(relisted_has(&seen, "ADDED ml/a"));
+    k8s_watch_free(w);
+    k8s_store_free(s);
+}
