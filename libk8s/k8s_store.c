@@ -40,12 +40,63 @@ void k8s_store_stage(struct k8s_store *s, json_t *staging, json_t *obj)
 
 void k8s_store_replace_staged(struct k8s_store *s, json_t *staging)
 {
+    k8s_store_replace_diff(s, staging, NULL, NULL);
+}
+
+/* What a relist changed: key → the form after (added or changed), key →
+ * the form before (removed or changed). */
+struct diff {
+    json_t *now, *was;
+};
+
+/* old is private (swapped out); the content is read under the lock. */
+static void collect(struct k8s_store *s, json_t *old, struct diff *d)
+{
+    const char *key;
+    json_t *v;
+    pthread_rwlock_rdlock(&s->lock);
+    json_object_foreach(s->map, key, v)
+    {
+        json_t *prev = json_object_get(old, key);
+        if (prev && json_equal(prev, v))
+            continue;
+        json_object_set(d->now, key, v);
+        if (prev)
+            json_object_set(d->was, key, prev);
+    }
+    json_object_foreach(old, key, v) if (!json_object_get(s->map, key))
+        json_object_set(d->was, key, v);
+    pthread_rwlock_unlock(&s->lock);
+}
+
+static void report_diff(const struct diff *d, k8s_store_diff_fn fn, void *ud)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(d->now, key, v) fn(ud, key, json_object_get(d->was, key), v);
+    json_object_foreach(d->was, key, v) if (!json_object_get(d->now, key)) fn(ud, key, v, NULL);
+}
+
+void k8s_store_replace_diff(struct k8s_store *s, json_t *staging, k8s_store_diff_fn fn, void *ud)
+{
     if (!staging)
         return; /* out of memory: keep what we had */
     pthread_rwlock_wrlock(&s->lock);
     json_t *old = s->map;
     s->map = staging;
     pthread_rwlock_unlock(&s->lock);
+    if (fn) {
+        struct k8s_arena *a = k8s_arena_pause();
+        struct diff d = {json_object(), json_object()};
+        if (d.now && d.was)
+            collect(s, old, &d);
+        json_decref(old); /* what was removed lives on in d.was */
+        k8s_arena_resume(a);
+        report_diff(&d, fn, ud);
+        json_decref(d.now);
+        json_decref(d.was);
+        return;
+    }
     json_decref(old); /* outside the lock: readers hold their own references */
 }
 

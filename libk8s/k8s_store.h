@@ -8,9 +8,14 @@
  * watch replaces or deletes the object meanwhile (jansson's reference
  * counts are atomic). A reader-writer lock guards the map.
  *
+ * A relist can report what it changed (k8s_store_replace_diff): every key
+ * added, removed or whose stored form changed, so that a watch's handlers
+ * see the events a gap in the watch hid (client-go's DeltaFIFO Replace).
+ *
  * Ownership: functions named *_new steal the object(s) they are given;
  * k8s_store_get returns a new reference. Thread-safety: every function may
- * be called from any thread.
+ * be called from any thread. Failure: allocation failures keep the
+ * content as it was (or, for a relist, leave differences unreported).
  */
 #ifndef K8S_STORE_H
 #define K8S_STORE_H
@@ -43,6 +48,16 @@ void k8s_store_set_transform(struct k8s_store *s, k8s_store_transform_fn fn);
  * the content, as after an allocation failure). */
 void k8s_store_stage(struct k8s_store *s, json_t *staging, json_t *obj);
 void k8s_store_replace_staged(struct k8s_store *s, json_t *staging);
+
+/* One difference a relist made: the key, the stored form before (NULL:
+ * added) and after (NULL: removed); both borrowed for the call. */
+typedef void (*k8s_store_diff_fn)(void *ud, const char *key, const json_t *before,
+                                  const json_t *after);
+/* k8s_store_replace_staged, then fn for every key added, removed or whose
+ * stored form changed (not json_equal), after the swap, with no lock
+ * held (fn may read the store). fn NULL: no differences computed. Out of
+ * memory: the content is replaced and some differences go unreported. */
+void k8s_store_replace_diff(struct k8s_store *s, json_t *staging, k8s_store_diff_fn fn, void *ud);
 
 /* Replace the whole content with the objects of `items` (an array; steals
  * it): a (re)list. */

@@ -30,7 +30,7 @@ struct k8s_watch {
     int64_t backoff_ms, healthy_since;
     unsigned seed;
     /* per stream */
-    int events, error_code;
+    int events, progress, error_code; /* progress: events other than ERROR */
     struct k8s_error stream_err;
     bool stream_failed;
 };
@@ -113,6 +113,8 @@ static void back_off(struct k8s_watch *w, const struct k8s_error *err)
     if (now - w->healthy_since > HEALTHY_RESET_NS)
         w->backoff_ms = w->spec.backoff_initial_ms;
     int64_t ms = w->backoff_ms + (int64_t)(rand_r(&w->seed) % (unsigned)(w->backoff_ms + 1));
+    if (ms > w->spec.backoff_max_ms) /* jittered, yet never past the cap */
+        ms = w->spec.backoff_max_ms;
     if (err && err->retry_after_s > 0 && ms < err->retry_after_s * 1000LL)
         ms = err->retry_after_s * 1000LL;
     w->backoff_ms =
@@ -132,6 +134,23 @@ static int append_param(struct k8s_buf *b, const char *name, const char *value)
 }
 
 /* ---------- list ---------- */
+
+/* A difference a relist found: what the gap in the watch hid. */
+static void on_diff(void *ud, const char *key, const json_t *before, const json_t *after)
+{
+    struct k8s_watch *w = ud;
+    enum k8s_watch_event_type ev = !after   ? K8S_EV_DELETED
+                                   : before ? K8S_EV_MODIFIED
+                                            : K8S_EV_ADDED;
+    w->hooks.relisted(w->hooks.ud, ev, key, after ? after : before);
+}
+
+/* The store's content becomes staging (stolen); every difference goes to
+ * the relisted hook. */
+static void replace(struct k8s_watch *w, json_t *staging)
+{
+    k8s_store_replace_diff(w->store, staging, w->hooks.relisted ? on_diff : NULL, w);
+}
 
 /* One page; stages its items, sets *cont (possibly "") and the list RV. */
 static int list_page(struct k8s_watch *w, const char *cont, json_t *items, char *next,
@@ -191,7 +210,7 @@ static int list_all(struct k8s_watch *w, struct k8s_error *err)
         memcpy(cont, next, sizeof(cont));
     }
     if (r == 0 && !w->stop)
-        k8s_store_replace_staged(w->store, json_incref(items));
+        replace(w, json_incref(items));
     json_decref(items);
     return w->stop ? -K8S_ETERMINAL : r;
 }
@@ -200,6 +219,7 @@ static int list_all(struct k8s_watch *w, struct k8s_error *err)
 
 static void apply(struct k8s_watch *w, struct k8s_watch_event *ev)
 {
+    w->progress++;
     if (ev->rv[0] && ev->type != K8S_WIRE_ERROR)
         snprintf(w->rv, sizeof(w->rv), "%s", ev->rv);
     if (ev->type == K8S_WIRE_ADDED || ev->type == K8S_WIRE_MODIFIED)
@@ -251,7 +271,7 @@ static int watch_once(struct k8s_watch *w, struct k8s_error *err)
                          .path = k8s_buf_str(&path),
                          .timeout_ms = (atoll(timeout) + 30) * 1000,
                          .accept = w->spec.metadata_only ? K8S_ACCEPT_META : NULL};
-    w->events = 0;
+    w->events = w->progress = 0;
     w->error_code = 0;
     w->stream_failed = false;
     r = r ? r : k8s_client_stream(w->c, &rq, on_line, w, &w->stop, err);
@@ -273,7 +293,7 @@ static bool sync_list(struct k8s_watch *w)
         int r = list_all(w, &err);
         w->lists++;
         if (r == 0) {
-            w->absent = false;
+            __atomic_store_n(&w->absent, false, __ATOMIC_RELEASE);
             __atomic_store_n(&w->synced, true, __ATOMIC_RELEASE);
             report(w, K8S_WATCH_SYNCED, NULL);
             if (w->hooks.listed)
@@ -281,9 +301,9 @@ static bool sync_list(struct k8s_watch *w)
             return true;
         }
         if (r == -K8S_ENOTFOUND) { /* the resource is not served: empty, synced, later again */
-            k8s_store_replace_new(w->store, json_array());
+            replace(w, json_object());
             bool was = w->absent;
-            w->absent = true;
+            __atomic_store_n(&w->absent, true, __ATOMIC_RELEASE);
             __atomic_store_n(&w->synced, true, __ATOMIC_RELEASE);
             if (!was)
                 report(w, K8S_WATCH_ABSENT, &err);
@@ -319,6 +339,8 @@ static void watch_loop(struct k8s_watch *w)
         if (r == 0)
             k8s_error_set(&err, -K8S_EIO, "watch %s ended at once without events", w->resource);
         report(w, K8S_WATCH_FAILED, &err);
+        if (w->progress) /* it worked until it broke: no reason to wait long */
+            w->backoff_ms = w->spec.backoff_initial_ms;
         back_off(w, &err);
         bool rewatch =
             r == -K8S_ETHROTTLED || r == -K8S_ESERVER || r == -K8S_EIO || r == -K8S_ETIMEDOUT;
@@ -341,7 +363,7 @@ static void *watch_main(void *arg)
 static void defaults(struct k8s_watch_spec *s)
 {
     if (!s->absent_retry_ms)
-        s->absent_retry_ms = 180000;
+        s->absent_retry_ms = 10000;
     if (!s->watch_timeout_min_s)
         s->watch_timeout_min_s = 300;
     if (!s->watch_timeout_max_s)
@@ -415,7 +437,7 @@ bool k8s_watch_synced(const struct k8s_watch *w)
 
 bool k8s_watch_absent(const struct k8s_watch *w)
 {
-    return w->absent;
+    return __atomic_load_n(&w->absent, __ATOMIC_ACQUIRE);
 }
 
 uint64_t k8s_watch_lists(const struct k8s_watch *w)

@@ -3,17 +3,23 @@
  * way client-go's reflector and kube-rs's watcher do:
  *
  *   list (paged, limit 500, "continue") → replace the store, synced;
+ *   every difference between the store and the list (added, changed,
+ *   removed: what a gap in the watch hid) goes to the relisted hook;
  *   watch from the list's resourceVersion with allowWatchBookmarks and a
  *   timeoutSeconds in [5, 10] min; every event updates the store and the
- *   resourceVersion (BOOKMARKs only the latter);
+ *   resourceVersion (BOOKMARKs only the latter); the resourceVersion only
+ *   ever comes from an event applied or a bookmark, so a watch resumed
+ *   from it misses nothing;
  *   stream ends normally → watch again from the last resourceVersion,
  *   without listing; ERROR 410 / HTTP 410 → list again;
  *   429, 5xx, connection loss → jittered backoff (800 ms doubling to 30 s,
- *   reset after 2 min healthy) and watch again; other failures → backoff
- *   and list again; a watch that ends within 1 s with no event counts as a
- *   failure;
+ *   never sooner than Retry-After; reset after 2 min healthy or a stream
+ *   that delivered events) and watch again; other failures → backoff and
+ *   list again; a watch that ends within 1 s with no event counts as a
+ *   failure; lists that fail back off and retry for as long as it runs;
  *   404 (the CRD is not installed) → an empty store that counts as synced,
- *   retried every absent_retry_ms — never fatal.
+ *   listed again every absent_retry_ms (10 s), so a CRD created later is
+ *   served within about that — never fatal.
  *
  * One thread per watch. Library code: nothing is logged; state changes are
  * reported to an optional callback for the caller to log.
@@ -47,7 +53,7 @@ struct k8s_watch_spec {
     const char *label_selector; /* NULL: all */
     bool metadata_only;         /* ask for PartialObjectMetadata */
     const struct k8s_json_filter *filter; /* members of each object to keep; NULL: all */
-    int64_t absent_retry_ms;              /* 0: 180 s */
+    int64_t absent_retry_ms;              /* 0: 10 s */
     int64_t watch_timeout_min_s, watch_timeout_max_s; /* 0: 300 and 600 */
     int64_t backoff_initial_ms, backoff_max_ms;       /* 0: 800 and 30000 */
 };
@@ -55,11 +61,16 @@ struct k8s_watch_spec {
 struct k8s_watch_hooks {
     /* every state change (log it) */
     void (*state)(void *ud, enum k8s_watch_state st, const struct k8s_error *err);
-    /* every object change after it reached the store (obj borrowed) */
+    /* every watch event after it reached the store (obj borrowed, as
+     * received: the spec's filter applied, not the store's transform) */
     void (*changed)(void *ud, enum k8s_watch_event_type ev, const json_t *obj);
-    /* after each (re)list replaced the store */
+    /* after each (re)list replaced the store (and relisted was called) */
     void (*listed)(void *ud);
     void *ud;
+    /* each difference a (re)list found between the store and the list,
+     * after the store was replaced: key, and obj as stored (the new form;
+     * the removed one for DELETED), borrowed. NULL: none computed. */
+    void (*relisted)(void *ud, enum k8s_watch_event_type ev, const char *key, const json_t *obj);
 };
 
 struct k8s_watch;

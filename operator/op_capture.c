@@ -793,8 +793,10 @@ enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64
         forget_other(c, key, json_string_value(json_object_get(meta, "uid")));
         enum op_result res = step(c, obj, key, ret_after_ns, reterr);
         json_decref(obj);
-        /* a write lost to another writer: read afresh and redo the step */
-        if (res != OP_RETRY || reterr->err != -K8S_ECONFLICT || attempt + 1 >= CONFLICT_TRIES)
+        /* a write lost to another writer, or to a deletion the cache has not
+         * seen yet: read afresh and redo the step (gone: the run is dropped) */
+        if (res != OP_RETRY || attempt + 1 >= CONFLICT_TRIES ||
+            (reterr->err != -K8S_ECONFLICT && reterr->err != -K8S_ENOTFOUND))
             return res;
     }
 }

@@ -8,7 +8,9 @@
  * before any RPC; a Running resource this process has no RPCs for (after
  * a restart or a failover) is re-dispatched with the same session id while
  * attempts remain, else Failed with its history. Deleting a resource
- * cancels its RPCs.
+ * cancels its RPCs; a status write that finds the resource gone (the
+ * cache has not seen the deletion yet) reads it afresh, so the run is
+ * dropped instead of retried.
  *
  * At most one capture per pod, for any interleaving (DESIGN §4.2): a
  * capture claims its target pods in op_holds in the same step as it

@@ -30,6 +30,7 @@ void op_config_init(struct op_config *cfg)
         .shutdown_grace_ns = 6 * SEC,
         .pod_ready_timeout_ns = 60 * SEC,
         .audit_interval_ns = 15 * SEC,
+        .resync_period_ns = 5 * 60 * SEC,
         .verbosity = 2,
     };
 }
@@ -73,6 +74,10 @@ static void flag_table(struct op_config *c, struct k8s_flag out[N_FLAGS])
         {"audit-interval", K8S_FLAG_DURATION, &c->audit_interval_ns,
          "how often pods of opted-in workloads are checked for injection (default 15s)", SEC / 10,
          3600 * SEC},
+        {"resync-period", K8S_FLAG_DURATION, &c->resync_period_ns,
+         "how often every unfinished capture is reconciled again, whatever the watches said "
+         "(default 5m0s; 0 never)",
+         0, 24 * 3600 * SEC},
         {"v", K8S_FLAG_INT, &c->verbosity, "log level 0 error .. 4 trace (default 2)", 0, 10},
         {"dry-run", K8S_FLAG_BOOL, &c->dry_run,
          "check the flags, print the effective settings as JSON and exit"},
@@ -181,15 +186,16 @@ int op_parse_bind(const char *flag, const char *addr, char *host, size_t host_ca
 
 json_t *op_config_json(const struct op_config *c)
 {
-    char sidecar[32], maxdur[32], grace[32], ready[32], audit[32];
+    char sidecar[32], maxdur[32], grace[32], ready[32], audit[32], resync[32];
     k8s_duration_format(c->sidecar_timeout_ns, sidecar);
     k8s_duration_format(c->max_capture_duration_ns, maxdur);
     k8s_duration_format(c->shutdown_grace_ns, grace);
     k8s_duration_format(c->pod_ready_timeout_ns, ready);
     k8s_duration_format(c->audit_interval_ns, audit);
+    k8s_duration_format(c->resync_period_ns, resync);
     return json_pack(
         "{s:b, s:s, s:s, s:s, s:b, s:s, s:s, s:I, s:s, s:b, s:s, s:s, s:I, s:s, "
-        "s:s, s:s, s:I}",
+        "s:s, s:s, s:s, s:I}",
         "leader-elect", c->leader_elect, "health-probe-bind-address", c->health_probe_bind_address,
         "metrics-bind-address", c->metrics_bind_address, "sidecar-timeout", sidecar,
         "disable-hostname-override", c->disable_hostname_override, "kubeconfig", c->kubeconfig,
@@ -198,5 +204,5 @@ json_t *op_config_json(const struct op_config *c)
         "leader-election-namespace", c->lease_namespace ? c->lease_namespace : "",
         "leader-election-id", c->lease_name, "workers", (json_int_t)c->workers,
         "graceful-shutdown-timeout", grace, "pod-ready-timeout", ready, "audit-interval", audit,
-        "v", (json_int_t)c->verbosity);
+        "resync-period", resync, "v", (json_int_t)c->verbosity);
 }

@@ -35,6 +35,7 @@ struct op_config {
     int64_t shutdown_grace_ns;    /* SIGTERM: time captures get to finish */
     int64_t pod_ready_timeout_ns; /* how long a capture waits for its pods */
     int64_t audit_interval_ns;
+    int64_t resync_period_ns; /* every unfinished capture queued again; 0 never */
     int64_t verbosity;
     bool dry_run; /* validate, print the settings as JSON, exit */
     /* derived by op_config_finish */

@@ -1,5 +1,6 @@
 #include "op_controller.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@
 #include "op_relay.h"
 #include "op_status.h"
 
-#define MAX_WORKERS 64
+#define MAX_WORKERS     64
+#define QUEUE_MAX_DELAY (30 * K8S_NSEC_PER_SEC)
 
 enum src_kind { SRC_CONNS, SRC_PODS, SRC_JOBSETS, SRC_RAYJOBS, SRC_LWS, SRC_NAMESPACES, N_SRC };
 
@@ -99,8 +101,8 @@ struct op_controller {
     pthread_t workers[MAX_WORKERS];
     int nworkers;
     bool leading;
-    pthread_t audit_thread;
-    bool audit_started;
+    pthread_t audit_thread, resync_thread;
+    bool audit_started, resync_started;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool stop;
@@ -156,6 +158,20 @@ static void on_changed(void *ud, enum k8s_watch_event_type ev, const json_t *obj
     struct enqueue_scan s = {c->queue, op_str2(obj, "metadata", "namespace")};
     if (s.ns)
         k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
+}
+
+/* What a relist found changed in the resources (a gap in the watch hid
+ * it): a removed one is queued so its run is dropped and its RPCs are
+ * cancelled, the others as a watch event would have queued them. */
+static void on_relisted(void *ud, enum k8s_watch_event_type ev, const char *key, const json_t *obj)
+{
+    struct source *src = ud;
+    if (ev == K8S_EV_DELETED) {
+        op_queue_add(src->ctl->queue, key);
+        return;
+    }
+    struct enqueue_scan s = {src->ctl->queue, NULL};
+    enqueue_unfinished(&s, key, obj);
 }
 
 static void on_listed(void *ud)
@@ -244,6 +260,32 @@ static void *auditor(void *arg)
     return NULL;
 }
 
+/* The safety net under the watches (client-go's resync): every period,
+ * the leader queues every unfinished capture again. */
+static void *resyncer(void *arg)
+{
+    struct op_controller *c = arg;
+    int64_t period = c->cfg->resync_period_ns, next = k8s_mono_ns() + period;
+    pthread_mutex_lock(&c->lock);
+    while (!c->stop) {
+        struct timespec ts = {next / K8S_NSEC_PER_SEC, next % K8S_NSEC_PER_SEC};
+        if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) != ETIMEDOUT)
+            continue; /* woken for another reason: the same deadline */
+        next = k8s_mono_ns() + period;
+        bool lead = c->leading;
+        pthread_mutex_unlock(&c->lock);
+        if (lead) {
+            struct enqueue_scan s = {c->queue, NULL};
+            k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
+            k8s_log_json(K8S_LOG_DEBUG, "resync: unfinished captures queued again",
+                         json_pack("{s:I}", "queued", (json_int_t)op_queue_len(c->queue)));
+        }
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
 /* ---------- metrics ---------- */
 
 static double depth(void *ud)
@@ -301,7 +343,11 @@ static int start_source(struct op_controller *c, enum src_kind k, struct k8s_err
                                   .path = s->path,
                                   .metadata_only = sources[k].metadata_only,
                                   .filter = sources[k].filter};
-    struct k8s_watch_hooks hooks = {on_state, on_changed, on_listed, s};
+    struct k8s_watch_hooks hooks = {.state = on_state,
+                                    .changed = on_changed,
+                                    .listed = on_listed,
+                                    .relisted = k == SRC_CONNS ? on_relisted : NULL,
+                                    .ud = s};
     int r = k8s_watch_start(c->client, &spec, s->store, &hooks, &s->watch);
     return r < 0 ? k8s_error_set(err, r, "cannot watch %s", sources[k].resource) : 0;
 }
@@ -318,8 +364,11 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     c->metrics = metrics;
     pthread_mutex_init(&c->lock, NULL);
     k8s_cond_init_mono(&c->cond);
+    /* a reconcile that keeps failing (the API server away) waits at most as
+     * long as a watch does: it goes on soon after the server is back */
+    struct op_queue_opts qo = {.max_delay_ns = QUEUE_MAX_DELAY};
     int r =
-        (c->queue = op_queue_new(NULL)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+        (c->queue = op_queue_new(&qo)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     r = r ? r : op_relay_new(&c->relay, reterr);
     for (int k = 0; r == 0 && k < N_SRC; k++)
         r = start_source(c, (enum src_kind)k, reterr);
@@ -333,6 +382,10 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     if (r == 0 && pthread_create(&c->audit_thread, NULL, auditor, c) != 0)
         r = k8s_error_set(reterr, -K8S_EIO, "cannot start the audit thread");
     c->audit_started = r == 0;
+    if (r == 0 && cfg->resync_period_ns > 0 &&
+        pthread_create(&c->resync_thread, NULL, resyncer, c) != 0)
+        r = k8s_error_set(reterr, -K8S_EIO, "cannot start the resync thread");
+    c->resync_started = r == 0 && cfg->resync_period_ns > 0;
     if (r < 0) {
         op_controller_free(c);
         return r;
@@ -407,6 +460,8 @@ void op_controller_free(struct op_controller *c)
     pthread_mutex_unlock(&c->lock);
     if (c->audit_started)
         pthread_join(c->audit_thread, NULL);
+    if (c->resync_started)
+        pthread_join(c->resync_thread, NULL);
     for (int k = 0; k < N_SRC; k++)
         k8s_watch_free(c->src[k].watch);
     op_relay_free(c->relay); /* cancels what is left: callbacks reach the capture */

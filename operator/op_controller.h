@@ -8,9 +8,17 @@
  * Every watch runs on every replica, so /readyz means "caches synced" on
  * leader and followers alike; workers start once this replica leads and
  * the caches have synced, after the captures Running in status have taken
- * back their pods (op_capture_adopt) and with every known resource queued.
- * A change to a pod or workload queues the unfinished captures of its
- * namespace. The audit (op_audit) rescans every 15 s.
+ * back their pods (op_capture_adopt) and with every known resource queued. A change to a
+ * pod or workload queues the unfinished captures of its namespace. No
+ * event is lost to a gap in a watch (drops, 410, 429, 5xx, refused
+ * connections): a relist of the resources queues every difference the
+ * gap hid (a deletion too, which cancels the RPCs), a relist of pods or
+ * workloads queues every unfinished capture, and every --resync-period
+ * (5m) the leader queues every unfinished capture again, the safety net.
+ * A reconcile that keeps failing waits at most 30 s between attempts. A
+ * workload kind whose CRD is not installed is empty and watched within
+ * 10 s of its creation (k8s_watch). The audit (op_audit) rescans every
+ * 15 s.
  *
  * Thread-safety: the public functions are for main's thread.
  */

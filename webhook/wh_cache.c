@@ -298,9 +298,6 @@ static int lookup_meta(void *ud, const char *kind, const char *ns, const char *n
     struct kind_cache *k = &c->kc[d - kinds];
     const char *where = d->namespaced ? ns : "";
     if (d->watched) {
-        if (k8s_watch_absent(k->watch))
-            return k8s_error_set(err, -K8S_EUNAVAIL, "%s is not served (CRD not installed)",
-                                 k->resource);
         json_t *obj = k8s_store_get(k->store, where, name);
         if (obj) { /* the steady state: no API call */
             *ret_meta = json_incref(json_object_get(obj, "metadata"));
@@ -308,7 +305,12 @@ static int lookup_meta(void *ud, const char *kind, const char *ns, const char *n
             return 0;
         }
     }
-    return fetch(c, d, where, name, deadline_ns, ret_meta, err);
+    /* a miss; for a kind not served at the last list too: its CRD may have
+     * been created since, and a pod naming one suggests it was */
+    int r = fetch(c, d, where, name, deadline_ns, ret_meta, err);
+    if (r == -K8S_ENOTFOUND && d->watched && k8s_watch_absent(k->watch))
+        r = k8s_error_set(err, -K8S_EUNAVAIL, "%s is not served (CRD not installed)", k->resource);
+    return r;
 }
 
 /* ---------- lifecycle and metrics ---------- */

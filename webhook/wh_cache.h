@@ -9,8 +9,13 @@
  * with a short timeout inside the admission budget, single-flight per
  * object (a burst of pods of one new JobSet waits on the one GET), and the
  * answer is cached (watched kinds: in their store; others for 60 s; "not
- * found" for 5 s). A kind whose CRD is absent is an empty, synced cache:
- * its lookups answer -K8S_EUNAVAIL without calling the API server.
+ * found" for 5 s). A kind whose CRD is absent is an empty, synced cache,
+ * listed again every absent_retry_ms (10 s) so that a CRD created later is
+ * watched within that; meanwhile a lookup of such a kind is a miss like
+ * any other (one GET, single-flight, "not found" cached 5 s): a pod
+ * naming a RayCluster says KubeRay may have just been installed. Its
+ * "not found" is -K8S_EUNAVAIL ("not served"), as in standalone mode.
+ * Every relist replaces a store with what the API server lists.
  *
  * Thread-safety: lookups from any number of admission threads; start/free
  * from the main thread. The edge for its watches: state changes are logged
@@ -31,7 +36,7 @@ struct wh_cache;
 
 struct wh_cache_opts {
     int64_t fetch_timeout_ms;                         /* cap for one cache-miss GET (0: 1000) */
-    int64_t absent_retry_ms;                          /* CRD-absent relist period (0: 180 s) */
+    int64_t absent_retry_ms;                          /* CRD-absent relist period (0: 10 s) */
     int64_t watch_timeout_min_s, watch_timeout_max_s; /* 0: 300..600 */
     struct k8s_metrics *metrics;                      /* may be NULL */
 };

@@ -1,7 +1,10 @@
 /* The Kubernetes client library against the fake API server: requests and
  * their error mapping, paged lists and watches into a store, 429 with
- * Retry-After, token files re-read on a 401. */
+ * Retry-After, token files re-read on a 401; a relist reporting what a gap
+ * in the watch hid, a watch resumed after drops missing no event, a CRD
+ * created (and deleted) after the watch started. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +243,200 @@ Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
     cr_assert_null(json_object_get(meta, "spec"), "metadata only");
     json_decref(meta);
     json_decref(js);
+    k8s_watch_free(w);
+    k8s_store_free(s);
+}
+
+/* What a watch's hooks were told (from its thread; read under mu). */
+struct seen {
+    pthread_mutex_t mu;
+    int changed, listed, nrelisted;
+    char relisted[32][80]; /* "ADDED ml/a" */
+};
+
+static void seen_changed(void *ud, enum k8s_watch_event_type ev, const json_t *obj)
+{
+    (void)ev;
+    (void)obj;
+    struct seen *s = ud;
+    pthread_mutex_lock(&s->mu);
+    s->changed++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void seen_listed(void *ud)
+{
+    struct seen *s = ud;
+    pthread_mutex_lock(&s->mu);
+    s->listed++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void seen_relisted(void *ud, enum k8s_watch_event_type ev, const char *key,
+                          const json_t *obj)
+{
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED"};
+    struct seen *s = ud;
+    const char *v = json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "v"));
+    pthread_mutex_lock(&s->mu);
+    if (s->nrelisted < 32)
+        snprintf(s->relisted[s->nrelisted++], sizeof(s->relisted[0]), "%s %s%s%s", names[ev], key,
+                 v ? " v=" : "", v ? v : "");
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int seen_count(struct seen *s, const int *field)
+{
+    pthread_mutex_lock(&s->mu);
+    int n = *field;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+static int wait_count(struct seen *s, const int *field, int n)
+{
+    for (int i = 0; i < 400; i++) {
+        if (seen_count(s, field) >= n)
+            return 0;
+        usleep(25 * 1000);
+    }
+    return -1;
+}
+
+static bool relisted_has(struct seen *s, const char *what)
+{
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nrelisted && !found; i++)
+        found = !strcmp(s->relisted[i], what);
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
+static struct k8s_watch *watch_jobsets(struct k8s_store *s, struct seen *seen, int64_t absent_ms)
+{
+    struct k8s_watch_spec spec = {.resource = "jobsets",
+                                  .path = "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
+                                  .metadata_only = true,
+                                  .absent_retry_ms = absent_ms,
+                                  .backoff_initial_ms = 50,
+                                  .backoff_max_ms = 200};
+    struct k8s_watch_hooks hooks = {
+        .changed = seen_changed, .listed = seen_listed, .relisted = seen_relisted, .ud = seen};
+    struct k8s_watch *w = NULL;
+    cr_assert_eq(k8s_watch_start(client, &spec, s, &hooks, &w), 0);
+    return w;
+}
+
+Test(k8s_client_fake, a_relist_delivers_what_the_gap_in_the_watch_hid)
+{
+    struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    struct k8s_store *s = k8s_store_new();
+    command("jobset create a");
+    command("jobset create b");
+    command("jobset create c");
+    struct k8s_watch *w = watch_jobsets(s, &seen, 0);
+    cr_assert_eq(wait_count(&seen, &seen.listed, 1), 0);
+    cr_assert_eq(seen_count(&seen, &seen.nrelisted), 3, "the first list adds everything");
+    cr_assert(relisted_has(&seen, "ADDED ml/a") && relisted_has(&seen, "ADDED ml/c"));
+    /* a gap: nothing can connect while b goes, c changes and d comes, and
+     * the history the watch would resume from is compacted away */
+    command("refuse 1");
+    command("jobset delete b");
+    command("jobset label c v2");
+    command("jobset create d");
+    command("compact");
+    usleep(300 * 1000);
+    command("refuse 0");
+    cr_assert_eq(wait_count(&seen, &seen.listed, 2), 0, "410 → listed again");
+    cr_assert_eq(seen_count(&seen, &seen.nrelisted), 6, "exactly the three differences");
+    cr_assert(relisted_has(&seen, "DELETED ml/b"), "the removal, with the object as it was");
+    cr_assert(relisted_has(&seen, "MODIFIED ml/c v=v2"), "the change, with the new form");
+    cr_assert(relisted_has(&seen, "ADDED ml/d"));
+    cr_assert_eq(k8s_store_size(s), 3);
+    cr_assert_null(k8s_store_get(s, "ml", "b"));
+    k8s_watch_free(w);
+    k8s_store_free(s);
+}
+
+Test(k8s_client_fake, a_watch_resumed_after_drops_misses_no_event)
+{
+    struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    struct k8s_store *s = k8s_store_new();
+    command("bookmarks 0.02"); /* bookmarks between the events move the RV on too */
+    struct k8s_watch *w = watch_jobsets(s, &seen, 0);
+    cr_assert_eq(wait_count(&seen, &seen.listed, 1), 0);
+    char cmd[64];
+    for (int i = 0; i < 40; i++) {
+        snprintf(cmd, sizeof(cmd), "jobset create j%d", i);
+        command(cmd);
+        if (i % 5 == 4)
+            command("drop");
+    }
+    for (int i = 0; i < 40; i++) {
+        snprintf(cmd, sizeof(cmd), "jobset label j%d done", i);
+        command(cmd);
+        if (i % 3 == 2)
+            command("drop");
+        if (i % 7 == 6)
+            usleep(60 * 1000);
+    }
+    cr_assert_eq(wait_count(&seen, &seen.changed, 80), 0, "every event: %d",
+                 seen_count(&seen, &seen.changed));
+    usleep(200 * 1000);
+    cr_assert_eq(seen_count(&seen, &seen.changed), 80, "each exactly once");
+    cr_assert_eq(k8s_watch_lists(w), 1, "resumed from its resourceVersion, never relisted");
+    cr_assert_eq(k8s_store_size(s), 40);
+    for (int i = 0; i < 40; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "j%d", i);
+        json_t *o = k8s_store_get(s, "ml", name);
+        const char *v = json_string_value(
+            json_object_get(json_object_get(json_object_get(o, "metadata"), "labels"), "v"));
+        cr_assert_str_eq(v ? v : "", "done", "%s", name);
+        json_decref(o);
+    }
+    k8s_watch_free(w);
+    k8s_store_free(s);
+}
+
+Test(k8s_client_fake, a_crd_created_later_is_watched_within_the_absent_retry)
+{
+    struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    struct k8s_store *s = k8s_store_new();
+    command("unregister jobset.x-k8s.io v1alpha2 jobsets");
+    struct k8s_watch *w = watch_jobsets(s, &seen, 300);
+    for (int i = 0; i < 200 && !k8s_watch_synced(w); i++)
+        usleep(25 * 1000);
+    cr_assert(k8s_watch_synced(w) && k8s_watch_absent(w), "absent: empty and synced");
+    command("register jobset.x-k8s.io v1alpha2 jobsets JobSet");
+    command("jobset create late");
+    cr_assert_eq(wait_size(s, 1), 0, "listed once its CRD is served");
+    cr_assert_not(k8s_watch_absent(w));
+    cr_assert(relisted_has(&seen, "ADDED ml/late"));
+    command("jobset create later");
+    cr_assert_eq(wait_size(s, 2), 0, "and watched");
+    command("unregister jobset.x-k8s.io v1alpha2 jobsets");
+    cr_assert_eq(wait_size(s, 0), 0, "the CRD deleted: empty again");
+    cr_assert(relisted_has(&seen, "DELETED ml/later"), "its objects are reported gone");
+    k8s_watch_free(w);
+    k8s_store_free(s);
+}
+
+Test(k8s_client_fake, failing_lists_back_off_and_retry_until_they_work)
+{
+    struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    struct k8s_store *s = k8s_store_new();
+    command("jobset create a");
+    command("fail 6 503");
+    command("fail 2 429 1");
+    int64_t t0 = k8s_mono_ns();
+    struct k8s_watch *w = watch_jobsets(s, &seen, 0);
+    cr_assert_eq(wait_count(&seen, &seen.listed, 1), 0, "listed in the end");
+    cr_assert_geq(k8s_watch_failures(w), 8, "every failure was retried");
+    cr_assert_geq(k8s_mono_ns() - t0, 2 * K8S_NSEC_PER_SEC, "each 429 waited its Retry-After");
+    cr_assert(relisted_has(&seen, "ADDED ml/a"));
     k8s_watch_free(w);
     k8s_store_free(s);
 }

@@ -5,16 +5,20 @@ completes the capture on a retry with the same session, SIGTERM
 mid-capture recorded as interrupted within 10 s, short captures finishing
 during shutdown, and API-server faults (dropped watches, 410, 429, a
 restart) during captures with every resource reaching a terminal phase."""
+import json
 import os
+import subprocess
 import sys
+import threading
 import time
 import unittest
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, HERE)
-from harness import SLOW, Operator  # noqa: E402
-from test_operator import NS, OperatorTest, make_pod, next_ip, wait_until  # noqa: E402
+from harness import OPERATOR, SLOW, Operator  # noqa: E402
+from test_operator import (CONN, LWS, NS, RAYJOBS, OperatorTest, make_pod, next_ip,  # noqa: E402
+                           wait_until)
 
 LEASE = ("coordination.k8s.io", "v1", "leases")
 
@@ -194,6 +198,164 @@ class ApiFaultsTest(OperatorTest):
         self.assertEqual(left, [], "nothing left Running or Pending")
         self.assertTrue(self.op.alive())
         self.assertIn("mldiagnostics_operator_watch_restarts_total", self.op.metrics())
+
+
+class Chaos:
+    """Drops every open watch each time the API server has written `every`
+    more events (anyone's writes: the test's and the operator's), as the
+    outside check of issue 12 did."""
+
+    def __init__(self, api, every=5):
+        self.api, self.every = api, every
+        self.drops = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        last = self.api.resource_version
+        while not self._stop.wait(0.01):
+            rv = self.api.resource_version
+            if rv - last >= self.every:
+                self.api.drop_watches()
+                self.drops += 1
+                last = rv
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+
+
+class NoEventLostTest(OperatorTest):
+    """Issue 12, behaviour 1 (DESIGN §4.4): resources created, changed and
+    deleted while watches drop every few events, expire (410), are
+    throttled (429 with Retry-After), fail (503) and cannot connect are all
+    reconciled once the API server answers again."""
+
+    operator_args = ("--capture-max-retries=2",)
+
+    def test_every_resource_is_reconciled_through_a_storm_of_faults(self):
+        names = []
+
+        def launch(tag, n=1):
+            for i in range(n):
+                name = "storm-%s-%d" % (tag, i)
+                pods = self.pods(name, 2)
+                self.capture(name, podName=",".join(pods), durationSeconds=1)
+                names.append(name)
+                time.sleep(0.1)
+
+        # a long capture, deleted while its watch cannot see it: its RPCs must be cancelled
+        doomed = self.pods("storm-doomed", 2)
+        self.capture("storm-doomed", podName=",".join(doomed), durationSeconds=90)
+        self.wait_phase("storm-doomed", ("Running",), timeout=10)
+        self.assertTrue(wait_until(lambda: all(self.prof.requests_for(p) for p in doomed), 5))
+        # a capture waiting for its pod, whose pod becomes ready while the watches are down
+        self.prof.add_pod("storm-late-0", next_ip())
+        make_pod(self.api, "storm-late-0", None, phase="Pending")
+        self.capture("storm-late", podName="storm-late-0", durationSeconds=1)
+        self.wait_phase("storm-late", ("Pending",), timeout=10)
+        with Chaos(self.api, every=5) as chaos:
+            launch("drops", 5)
+            self.api.compact()  # the next watch finds its resourceVersion expired: 410
+            self.api.drop_watches()
+            launch("gone")
+            self.api.fail_next(8, status=429, retry_after=1)
+            launch("throttled")
+            self.api.fail_next(5, status=503)
+            launch("failing")
+            self.api.refuse(True, close_connections=True)
+            try:
+                launch("refused", 2)
+                self.api.delete(CONN, "storm-doomed", ns=NS)
+                late = self.api.get("pods", "storm-late-0", ns=NS)
+                self.api.patch("pods", "storm-late-0", {"status": {
+                    "phase": "Running", "podIP": self.prof.pods["storm-late-0"].ip}},
+                    ns=NS, subresource="status")
+                self.assertEqual(late["status"]["phase"], "Pending")
+                self.api.compact()  # and every resourceVersion the operator holds expires
+                time.sleep(5)
+            finally:
+                self.api.refuse(False)
+        self.assertGreater(chaos.drops, 3)
+        healthy = time.time()
+        for name in names + ["storm-late"]:
+            st = self.wait_phase(name, timeout=max(1, 50 - (time.time() - healthy)))["status"]
+            self.assertEqual(st["phase"], "Succeeded", (name, st, self.op.logs()[-3000:]))
+        cancelled = wait_until(lambda: all(self.prof.requests_for(p)[-1]["outcome"]
+                                           == "CLIENT_CANCELLED" for p in doomed),
+                               max(1, 50 - (time.time() - healthy)))
+        self.assertTrue(cancelled, ("the deleted capture's RPCs go on", self.op.logs()[-6000:],
+                                    [self.prof.requests_for(p) for p in doomed]))
+        self.assertTrue(self.op.alive())
+
+
+class ResyncTest(OperatorTest):
+    """The periodic resync (--resync-period, default 5m): the leader queues
+    every unfinished capture again, whatever the watches said."""
+
+    operator_args = ("--resync-period=1s", "-v", "3")
+
+    def test_unfinished_captures_are_queued_again_every_period(self):
+        self.prof.add_pod("idle-0", next_ip())
+        make_pod(self.api, "idle-0", None, phase="Pending")
+        self.capture("idle", podName="idle-0")
+        self.wait_phase("idle", ("Pending",), timeout=10)
+
+        def resyncs():
+            return [line for line in self.op.log_lines()
+                    if line.get("msg") == "resync: unfinished captures queued again"]
+        self.assertTrue(wait_until(lambda: len(resyncs()) >= 3, 10), self.op.logs()[-2000:])
+        p = subprocess.run([OPERATOR, "--dry-run"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(json.loads(p.stdout)["resync-period"], "5m0s")
+
+
+class LateCrdTest(OperatorTest):
+    """DESIGN §4.4 (issue 12, behaviour 3): a kind whose CRD is not installed
+    is empty, logged once, and watched within 30 s of its CRD being created:
+    a capture of a workload created after that resolves to its pods."""
+
+    operator_args = None  # started once the CRDs are gone
+    LATE = {RAYJOBS: "RayJob", LWS: "LeaderWorkerSet"}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        for crd in cls.LATE:
+            cls.api.unregister(*crd)
+        cls.op = Operator(cls.kubeconfig, "-v", "3").start()
+
+    def install(self, crd):
+        self.api.register(*crd, self.LATE[crd], status=True)
+        return time.time()
+
+    def resolves_within_30s(self, name, t0, expect):
+        st = self.wait_phase(name, timeout=max(1, 30 - (time.time() - t0)))["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+        self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(expect))
+
+    def test_rayjob_crd_created_after_start(self):
+        logs = self.op.logs()
+        self.assertEqual(logs.count('"resource not served (CRD not installed?); retrying later",'
+                                    '"resource":"rayjobs.ray.io"'), 1, "logged once")
+        t0 = self.install(RAYJOBS)
+        self.api.create(RAYJOBS, {"metadata": {"name": "tune"}, "spec": {}}, ns=NS)
+        self.api.patch(RAYJOBS, "tune", {"status": {"rayClusterName": "tune-raycluster-k2"}},
+                       ns=NS, subresource="status")
+        pods = self.pods("tune-head", 2, labels={"ray.io/cluster": "tune-raycluster-k2"})
+        self.capture("late-ray", podName=None, workloadRef={"kind": "RayJob", "name": "tune"})
+        self.resolves_within_30s("late-ray", t0, pods)
+
+    def test_lws_crd_created_after_start(self):
+        t0 = self.install(LWS)
+        self.api.create(LWS, {"metadata": {"name": "serve"}, "spec": {}}, ns=NS)
+        pods = self.pods("serve-w", 2, labels={"leaderworkerset.sigs.k8s.io/name": "serve"})
+        self.capture("late-lws", podName=None,
+                     workloadRef={"kind": "LeaderWorkerSet", "name": "serve"})
+        self.resolves_within_30s("late-lws", t0, pods)
 
 
 if __name__ == "__main__":

@@ -50,11 +50,15 @@ def template(labels=None, annotations=None):
 class Cluster(unittest.TestCase):
     """One fake API server and one webhook for the whole class."""
 
+    not_installed = ()  # CRDs (group, version, plural) absent when the webhook starts
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="mld-cluster-")
         cls.api = FakeApiServer()
         cls.api.register_ml_crds()
+        for crd in cls.not_installed:
+            cls.api.unregister(*crd)
         cls.api.bookmark_interval = 0.5
         cls.api.start()
         cls.kubeconfig = os.path.join(cls.tmp, "kubeconfig")
@@ -432,6 +436,79 @@ class ResilienceTest(Cluster):
         self.assertTrue(any("lookup" in w for w in resp.get("warnings", [])), resp)
         self.api.latency = 0
         del pod
+
+
+class LateCrdTest(Cluster):
+    """DESIGN §3.4 (issue 12, behaviour 3): a kind whose CRD is not installed
+    is an empty cache, and is picked up within 30 s of its CRD being
+    created: pods of workloads created after it resolve to them."""
+
+    not_installed = (RAYJOBS, RAYCLUSTERS, LWS)
+
+    def install(self, *crds):
+        kinds = {RAYJOBS: "RayJob", RAYCLUSTERS: "RayCluster", LWS: "LeaderWorkerSet"}
+        for crd in crds:
+            self.api.register(*crd, kinds[crd], status=True)
+        return time.time()
+
+    def watching(self, resource):
+        """Its watch runs (none while the resource is not served)."""
+        _, _, text = self.wh.request("GET", "/metrics")
+        m = re.search(r'mldiagnostics_webhook_watch_starts\{resource="%s"\} (\d+)' % resource,
+                      text.decode())
+        return m is not None and int(m.group(1)) > 0
+
+    def test_rayjob_crd_created_after_start(self):
+        self.assertIn("resource not served", self.wh.logs())
+        ns = self.namespace("late-ray")
+        t0 = self.install(RAYJOBS, RAYCLUSTERS)
+        rj = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+              "metadata": {"name": "late", "labels": {LABEL: "true"}},
+              "spec": {"entrypoint": "python x.py", "rayClusterSpec": {
+                  "headGroupSpec": {"template": template()},
+                  "workerGroupSpecs": [{"groupName": "g", "replicas": 1,
+                                        "template": template()}]}}}
+        created = self.create(RAYJOBS, ns, rj)
+        rc_name = controllers.raycluster_name(rj)
+        self.create(RAYCLUSTERS, ns, {
+            "apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": rc_name, "labels": {LABEL: "true"},
+                         "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayJob",
+                                              "name": "late", "uid": created["metadata"]["uid"],
+                                              "controller": True}]},
+            "spec": rj["spec"]["rayClusterSpec"]})
+        head = controllers.rayjob_pods(rj, ns)[0]
+
+        def resolved():
+            out, _ = self.injected(head, ns)
+            ident, meta = self.identity(out)
+            self.assertEqual((ident["metadata.kind"], ident["metadata.name"]), ("RayJob", "late"),
+                             "the RayJob, not the RayCluster or a bare pod")
+            self.assertEqual(meta["creation-timestamp"], created["metadata"]["creationTimestamp"])
+        self.until(resolved, timeout=30 - (time.time() - t0))
+
+        def watched():
+            self.assertTrue(self.watching("rayjobs") and self.watching("rayclusters"))
+        self.until(watched, timeout=30 - (time.time() - t0))
+
+    def test_lws_crd_created_after_start(self):
+        ns = self.namespace("late-lws")
+        t0 = self.install(LWS)
+        lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+               "metadata": {"name": "serve", "labels": {LABEL: "true"}},
+               "spec": {"leaderWorkerTemplate": {"size": 2, "workerTemplate": template()}}}
+        created = self.create(LWS, ns, lws)
+        leader = controllers.lws_pods(lws, ns)[0]
+
+        def resolved():  # the opt-in label is on the LeaderWorkerSet: injected = found
+            out, _ = self.injected(leader, ns)
+            ident, meta = self.identity(out)
+            self.assertEqual((ident["metadata.kind"], ident["metadata.name"]),
+                             ("LeaderWorkerSet", "serve"))
+            self.assertEqual(meta["creation-timestamp"], created["metadata"]["creationTimestamp"])
+        self.until(resolved, timeout=30 - (time.time() - t0))
+        self.until(lambda: self.assertTrue(self.watching("leaderworkersets")),
+                   timeout=30 - (time.time() - t0))
 
 
 class TokenRotationTest(unittest.TestCase):

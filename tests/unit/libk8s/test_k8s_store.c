@@ -1,6 +1,8 @@
-/* k8s_store: the cache map, its transform (client-go's SetTransform) and
- * relists staged page by page. */
+/* k8s_store: the cache map, its transform (client-go's SetTransform),
+ * relists staged page by page and the differences a relist reports. */
 #include <criterion/criterion.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "k8s_store.h"
@@ -76,5 +78,57 @@ Test(k8s_store, staged_relist_keeps_the_old_content_until_done)
     cr_assert_null(k8s_store_get(s, "ml", "old"));
     k8s_store_replace_staged(s, NULL); /* allocation failure: keep what we have */
     cr_assert_eq(k8s_store_size(s), 3);
+    k8s_store_free(s);
+}
+
+struct diffs {
+    char log[8][64];
+    int n;
+};
+
+static void record(void *ud, const char *key, const json_t *before, const json_t *after)
+{
+    struct diffs *d = ud;
+    const char *what = !after ? "removed" : before ? "changed" : "added";
+    const json_t *form = after ? after : before;
+    cr_assert_lt(d->n, 8);
+    snprintf(d->log[d->n++], sizeof(d->log[0]), "%s %s %s", what, key, json_string_value(form));
+}
+
+static bool logged(const struct diffs *d, const char *line)
+{
+    for (int i = 0; i < d->n; i++)
+        if (!strcmp(d->log[i], line))
+            return true;
+    return false;
+}
+
+Test(k8s_store, a_relist_reports_every_difference_in_the_stored_form)
+{
+    struct k8s_store *s = k8s_store_new();
+    k8s_store_set_transform(s, only_spec);
+    k8s_store_put_new(s, obj("ml", "same", "1"));
+    k8s_store_put_new(s, obj("ml", "changed", "1"));
+    k8s_store_put_new(s, obj("ml", "gone", "1"));
+    json_t *staging = json_object();
+    json_t *o[] = {obj("ml", "same", "1"), obj("ml", "changed", "2"), obj("ml", "new", "1"),
+                   obj("ml", "dropped", "drop")};
+    for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++) {
+        k8s_store_stage(s, staging, o[i]);
+        json_decref(o[i]);
+    }
+    struct diffs d = {0};
+    k8s_store_replace_diff(s, staging, record, &d);
+    cr_assert_eq(d.n, 3, "unchanged and untransformed objects are no difference");
+    cr_assert(logged(&d, "changed ml/changed 2"), "the new form");
+    cr_assert(logged(&d, "added ml/new 1"));
+    cr_assert(logged(&d, "removed ml/gone 1"), "the form that was stored");
+    cr_assert_eq(k8s_store_size(s), 3);
+    d.n = 0;
+    k8s_store_replace_diff(s, json_object(), record, &d);
+    cr_assert_eq(d.n, 3, "emptied: everything removed");
+    cr_assert_eq(k8s_store_size(s), 0);
+    k8s_store_replace_diff(s, NULL, record, &d); /* allocation failure: nothing changes */
+    cr_assert_eq(d.n, 3);
     k8s_store_free(s);
 }

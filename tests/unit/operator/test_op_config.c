@@ -124,3 +124,27 @@ Test(op_config, go_duration_format)
     k8s_duration_format(0, out);
     cr_assert_str_eq(out, "0s");
 }
+
+Test(op_config, resync_period)
+{
+    struct op_config c;
+    char *none[] = {"op"};
+    cr_assert_eq(parse(&c, 1, none, NULL), 0);
+    cr_assert_eq(c.resync_period_ns, 300 * SEC, "the safety net is on by default: 5m");
+    json_t *j = op_config_json(&c);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "resync-period")), "5m0s");
+    json_decref(j);
+    op_config_done(&c);
+    char *off[] = {"op", "--resync-period=0"};
+    cr_assert_eq(parse(&c, 2, off, NULL), 0);
+    cr_assert_eq(c.resync_period_ns, 0, "0 turns it off");
+    op_config_done(&c);
+    char *some[] = {"op", "--resync-period", "90s"};
+    cr_assert_eq(parse(&c, 3, some, NULL), 0);
+    cr_assert_eq(c.resync_period_ns, 90 * SEC);
+    op_config_done(&c);
+    struct k8s_error err;
+    char *bad[] = {"op", "--resync-period=-1s"};
+    cr_assert_eq(parse(&c, 2, bad, &err), -K8S_EINVAL);
+    cr_assert(strstr(err.message, "--resync-period"), "%s", err.message);
+}
