@@ -1,8 +1,10 @@
 # The project's commands. `make test` is what CI runs (.ci/run).
 #   make test   install missing Debian packages, build, run unit + integration
 #               tests, then the same suites under AddressSanitizer+UBSan, then
-#               the end-to-end tier against a real control plane (MLD_E2E=0
-#               skips it); fails if a .c/.h file is not clang-formatted
+#               the unit tests and the suites that run the binaries under
+#               ThreadSanitizer, then the end-to-end tier against a real control
+#               plane (MLD_E2E=0 skips it); fails if a .c/.h file is not
+#               clang-formatted
 #   make cluster / cluster-down   that control plane in the background, both
 #               charts installed as seed 003 does; prints a KUBECONFIG line
 #   make e2e    the end-to-end tier alone (E2E_ARGS="-k jobset" to filter)
@@ -17,9 +19,10 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all deps build test test-release test-asan test-e2e e2e cluster cluster-down run bench fuzz \
+.PHONY: all deps build test test-release test-asan test-tsan test-e2e e2e cluster cluster-down run bench fuzz \
         format format-check clean manifests
 
 all: build
@@ -32,7 +35,7 @@ build:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: deps format-check test-release test-asan test-e2e
+test: deps format-check test-release test-asan test-tsan test-e2e
 
 # The chart tests run the real helm ($MLD_HELM, else built and cached by
 # tests/e2e/build.sh): found once here, so a first build never runs inside a
@@ -49,6 +52,17 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	$(WITH_HELM) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --test-dir $(ASAN_BUILD) $(CTEST_ARGS)
+
+# ThreadSanitizer: any report fails its test (the process stops at the first,
+# the harness fails a test whose binary logged one); tests/tsan.supp holds
+# third-party suppressions only. tests/CMakeLists.txt leaves out the suites
+# that run none of our binaries.
+TSAN_OPTIONS_ALL = halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan.supp
+
+test-tsan:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=thread >/dev/null
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	$(WITH_HELM) TSAN_OPTIONS=$(TSAN_OPTIONS_ALL) ctest --test-dir $(TSAN_BUILD) $(CTEST_ARGS)
 
 # The end-to-end tier runs the release binaries of $(BUILD).
 test-e2e:
@@ -94,4 +108,4 @@ format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) build-fuzz

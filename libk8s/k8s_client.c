@@ -203,7 +203,7 @@ struct xfer {
     struct k8s_lines lines;
     k8s_line_fn on_line;
     void *ud;
-    const volatile int *stop;
+    const int *stop; /* another thread's flag: atomic loads */
     bool stopped;
     bool too_big;
     int mode; /* 0 undecided, 1 lines (a 2xx stream), 2 buffer (an error answer) */
@@ -248,7 +248,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c2, curl_off_t d)
 {
     struct xfer *x = arg;
-    if (x->stop && *x->stop) {
+    if (x->stop && __atomic_load_n(x->stop, __ATOMIC_ACQUIRE)) {
         x->stopped = true;
         return 1;
     }
@@ -403,7 +403,7 @@ int k8s_client_do(struct k8s_client *c, const struct k8s_req *rq, struct k8s_res
 }
 
 int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_fn on_line, void *ud,
-                      const volatile int *stop, struct k8s_error *reterr)
+                      const int *stop, struct k8s_error *reterr)
 {
     struct xfer x = {.c = c, .rq = rq, .on_line = on_line, .ud = ud, .stop = stop};
     k8s_buf_init(&x.body, 1 << 20); /* an error answer's body */

@@ -82,9 +82,11 @@ int k8s_client_do(struct k8s_client *c, const struct k8s_req *rq, struct k8s_res
 
 /* A streamed request (watch): every line goes to on_line as it arrives.
  * Returns 0 when the server ends the stream (or on_line or *stop ended
- * it), the mapped error otherwise. *stop is polled about every 100 ms. */
+ * it), the mapped error otherwise. *stop (NULL: none) is polled about
+ * every 100 ms with an atomic load: set it from another thread with
+ * __atomic_store_n. */
 int k8s_client_stream(struct k8s_client *c, const struct k8s_req *rq, k8s_line_fn on_line, void *ud,
-                      const volatile int *stop, struct k8s_error *reterr) K8S_MUST_CHECK;
+                      const int *stop, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 void k8s_resp_done(struct k8s_resp *r);
 

@@ -9,11 +9,39 @@
 
 #define KEY_MAX 512
 
+#if !JSON_HAVE_ATOMIC_BUILTINS
+#error "k8s_store shares objects between threads: it needs jansson's atomic reference counts"
+#endif
+
 struct k8s_store {
     pthread_rwlock_t lock;
     json_t *map; /* key → object (as transformed) */
     k8s_store_transform_fn transform;
 };
+
+void k8s_store_release(json_t *obj)
+{
+    if (!obj || __atomic_load_n(&obj->refcount, __ATOMIC_RELAXED) == (size_t)-1)
+        return; /* NULL, or one of jansson's immortal values */
+    if (__atomic_sub_fetch(&obj->refcount, 1, __ATOMIC_ACQ_REL) == 0)
+        json_delete(obj);
+}
+
+/* A map swapped out of the store: each value through k8s_store_release,
+ * as readers may still hold it (the map itself was never lent). */
+static void drop_map(json_t *map)
+{
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(map, tmp, key, v)
+    {
+        json_incref(v);
+        json_object_del(map, key);
+        k8s_store_release(v);
+    }
+    json_decref(map);
+}
 
 void k8s_store_set_transform(struct k8s_store *s, k8s_store_transform_fn fn)
 {
@@ -90,14 +118,14 @@ void k8s_store_replace_diff(struct k8s_store *s, json_t *staging, k8s_store_diff
         struct diff d = {json_object(), json_object()};
         if (d.now && d.was)
             collect(s, old, &d);
-        json_decref(old); /* what was removed lives on in d.was */
+        drop_map(old); /* what was removed lives on in d.was */
         k8s_arena_resume(a);
         report_diff(&d, fn, ud);
-        json_decref(d.now);
-        json_decref(d.was);
+        drop_map(d.now);
+        drop_map(d.was);
         return;
     }
-    json_decref(old); /* outside the lock: readers hold their own references */
+    drop_map(old); /* outside the lock: readers hold their own references */
 }
 
 struct k8s_store *k8s_store_new(void)
@@ -115,7 +143,7 @@ void k8s_store_free(struct k8s_store *s)
 {
     if (!s)
         return;
-    json_decref(s->map);
+    drop_map(s->map);
     pthread_rwlock_destroy(&s->lock);
     free(s);
 }
@@ -162,7 +190,7 @@ void k8s_store_put_new(struct k8s_store *s, json_t *obj)
     else
         json_object_del(s->map, key);
     pthread_rwlock_unlock(&s->lock);
-    json_decref(old);
+    k8s_store_release(old);
     k8s_arena_resume(a);
 }
 
@@ -193,7 +221,7 @@ void k8s_store_remove(struct k8s_store *s, const json_t *obj)
     json_t *old = json_incref(json_object_get(s->map, key));
     json_object_del(s->map, key);
     pthread_rwlock_unlock(&s->lock);
-    json_decref(old);
+    k8s_store_release(old);
     k8s_arena_resume(a);
 }
 

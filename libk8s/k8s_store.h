@@ -13,9 +13,13 @@
  * see the events a gap in the watch hid (client-go's DeltaFIFO Replace).
  *
  * Ownership: functions named *_new steal the object(s) they are given;
- * k8s_store_get returns a new reference. Thread-safety: every function may
- * be called from any thread. Failure: allocation failures keep the
- * content as it was (or, for a relist, leave differences unreported).
+ * k8s_store_get and k8s_store_put_if_absent_new return a new reference.
+ * Drop those, and any reference taken on an object k8s_store_each lends,
+ * with k8s_store_release, never json_decref: whichever thread drops the
+ * last reference frees what the others read (see k8s_store_release).
+ * Thread-safety: every function may be called from any thread. Failure:
+ * allocation failures keep the content as it was (or, for a relist, leave
+ * differences unreported).
  */
 #ifndef K8S_STORE_H
 #define K8S_STORE_H
@@ -73,6 +77,13 @@ void k8s_store_remove(struct k8s_store *s, const json_t *obj);
 /* The object ns/name (ns "" for cluster-scoped) as a new reference, or
  * NULL. */
 json_t *k8s_store_get(struct k8s_store *s, const char *ns, const char *name);
+
+/* Drop a reference to a stored object (NULL-safe): json_decref with
+ * acquire-release order. jansson's decrement is release-only, so the
+ * thread whose decrement frees an object shared between threads would not
+ * have acquired the other holders' reads of it (a data race in C11 terms,
+ * and ThreadSanitizer reports it). Any value may be dropped this way. */
+void k8s_store_release(json_t *obj);
 
 size_t k8s_store_size(struct k8s_store *s);
 

@@ -23,9 +23,9 @@ struct k8s_watch {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    volatile int stop;
-    bool synced, absent;
-    uint64_t lists, restarts, failures;
+    int stop;                           /* set by k8s_watch_free: atomic */
+    bool synced, absent;                /* written by the thread, read by any: atomic */
+    uint64_t lists, restarts, failures; /* likewise */
     char rv[64];
     int64_t backoff_ms, healthy_since;
     unsigned seed;
@@ -82,6 +82,16 @@ int k8s_watch_decode(const char *line, size_t len, const struct k8s_json_filter 
 
 /* ---------- helpers ---------- */
 
+static bool stopping(const struct k8s_watch *w)
+{
+    return __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE);
+}
+
+static void count(uint64_t *counter)
+{
+    __atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+}
+
 static void report(struct k8s_watch *w, enum k8s_watch_state st, const struct k8s_error *err)
 {
     if (w->hooks.state)
@@ -100,7 +110,7 @@ static void nap(struct k8s_watch *w, int64_t ms)
         until.tv_nsec -= 1000000000;
     }
     pthread_mutex_lock(&w->mu);
-    while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0)
+    while (!stopping(w) && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0)
         ;
     pthread_mutex_unlock(&w->mu);
 }
@@ -197,7 +207,7 @@ static int list_all(struct k8s_watch *w, struct k8s_error *err)
     char cont[4096] = "", next[4096];
     json_t *items = json_object(); /* staged: key → the store's form */
     int r = items ? 0 : -K8S_ENOMEM, restarts = 0;
-    while (r == 0 && !w->stop) {
+    while (r == 0 && !stopping(w)) {
         r = list_page(w, cont, items, next, sizeof(next), err);
         if (r == -K8S_EGONE && *cont && restarts++ == 0) {
             json_object_clear(items);
@@ -212,7 +222,7 @@ static int list_all(struct k8s_watch *w, struct k8s_error *err)
     if (r == 0 && !w->stop)
         replace(w, json_incref(items));
     json_decref(items);
-    return w->stop ? -K8S_ETERMINAL : r;
+    return stopping(w) ? -K8S_ETERMINAL : r;
 }
 
 /* ---------- watch ---------- */
@@ -288,10 +298,10 @@ static int watch_once(struct k8s_watch *w, struct k8s_error *err)
 /* List until it works (or stop). Returns false when stopped. */
 static bool sync_list(struct k8s_watch *w)
 {
-    while (!w->stop) {
+    while (!stopping(w)) {
         struct k8s_error err = {0};
         int r = list_all(w, &err);
-        w->lists++;
+        count(&w->lists);
         if (r == 0) {
             __atomic_store_n(&w->absent, false, __ATOMIC_RELEASE);
             __atomic_store_n(&w->synced, true, __ATOMIC_RELEASE);
@@ -310,7 +320,7 @@ static bool sync_list(struct k8s_watch *w)
             nap(w, w->spec.absent_retry_ms);
             continue;
         }
-        w->failures++;
+        count(&w->failures);
         if (r != -K8S_ETERMINAL)
             report(w, K8S_WATCH_FAILED, &err);
         back_off(w, &err);
@@ -321,12 +331,12 @@ static bool sync_list(struct k8s_watch *w)
 /* Watch until the resource version expires or a failure calls for a list. */
 static void watch_loop(struct k8s_watch *w)
 {
-    while (!w->stop) {
+    while (!stopping(w)) {
         struct k8s_error err = {0};
         int64_t t0 = k8s_mono_ns();
-        w->restarts++;
+        count(&w->restarts);
         int r = watch_once(w, &err);
-        if (w->stop)
+        if (stopping(w))
             return;
         bool brief = k8s_mono_ns() - t0 < K8S_NSEC_PER_SEC && w->events == 0;
         if (r == 0 && !brief)
@@ -335,7 +345,7 @@ static void watch_loop(struct k8s_watch *w)
             report(w, K8S_WATCH_RELISTING, &err);
             return;
         }
-        w->failures++;
+        count(&w->failures);
         if (r == 0)
             k8s_error_set(&err, -K8S_EIO, "watch %s ended at once without events", w->resource);
         report(w, K8S_WATCH_FAILED, &err);
@@ -352,7 +362,7 @@ static void watch_loop(struct k8s_watch *w)
 static void *watch_main(void *arg)
 {
     struct k8s_watch *w = arg;
-    while (!w->stop && sync_list(w))
+    while (!stopping(w) && sync_list(w))
         if (!w->absent)
             watch_loop(w);
     return NULL;
@@ -418,7 +428,7 @@ void k8s_watch_free(struct k8s_watch *w)
     if (!w)
         return;
     pthread_mutex_lock(&w->mu);
-    w->stop = 1;
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
@@ -442,15 +452,15 @@ bool k8s_watch_absent(const struct k8s_watch *w)
 
 uint64_t k8s_watch_lists(const struct k8s_watch *w)
 {
-    return w->lists;
+    return __atomic_load_n(&w->lists, __ATOMIC_RELAXED);
 }
 
 uint64_t k8s_watch_restarts(const struct k8s_watch *w)
 {
-    return w->restarts;
+    return __atomic_load_n(&w->restarts, __ATOMIC_RELAXED);
 }
 
 uint64_t k8s_watch_failures(const struct k8s_watch *w)
 {
-    return w->failures;
+    return __atomic_load_n(&w->failures, __ATOMIC_RELAXED);
 }

@@ -154,7 +154,7 @@ static const char *ns_label(const struct op_stores *st, const char *ns, const ch
     const char *v = label(o, "labels", key);
     if (v)
         snprintf(out, cap, "%s", v);
-    json_decref(o);
+    k8s_store_release(o);
     return v ? out : NULL;
 }
 
@@ -217,7 +217,7 @@ static void count_pod(void *ud, const char *key, const json_t *packed)
         return;
     if (workload_of(&pod, s->st, &w) && opted_in(&pod, &w, s->st))
         count(s, F_UNINJECTED, &w, pod.namespace, &pod);
-    json_decref(w.obj);
+    k8s_store_release(w.obj);
 }
 
 /* ---------- events ---------- */

@@ -698,7 +698,7 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
     bool stale = fresh || (r && r->written_rv[0] && (!rv || strcmp(rv, r->written_rv)));
     pthread_mutex_unlock(&c->lock);
     if (stale) {
-        json_decref(obj);
+        k8s_store_release(obj);
         obj = NULL;
         int rc = op_status_get(c->d.client, ns, name, &obj, err);
         if (rc < 0 && rc != -K8S_ENOTFOUND)
@@ -766,7 +766,7 @@ static enum op_result step(struct op_capture *c, const json_t *obj, const char *
             res = OP_RETRY;
         else
             res = pending(c, now, key, &s, after, err);
-        json_decref(now);
+        k8s_store_release(now); /* may be obj itself: the cache's */
     }
     op_spec_done(&s);
     return res;
@@ -787,12 +787,12 @@ enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64
         const json_t *meta = json_object_get(obj, "metadata");
         if (!obj || json_object_get(meta, "deletionTimestamp")) {
             forget_other(c, key, NULL);
-            json_decref(obj);
+            k8s_store_release(obj);
             return OP_DONE;
         }
         forget_other(c, key, json_string_value(json_object_get(meta, "uid")));
         enum op_result res = step(c, obj, key, ret_after_ns, reterr);
-        json_decref(obj);
+        k8s_store_release(obj); /* the cache's (shared), or our own read */
         /* a write lost to another writer, or to a deletion the cache has not
          * seen yet: read afresh and redo the step (gone: the run is dropped) */
         if (res != OP_RETRY || attempt + 1 >= CONFLICT_TRIES ||

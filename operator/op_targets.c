@@ -136,7 +136,7 @@ static void workload_pods(const struct op_spec *s, const struct op_stores *st, s
                      s->ref_name);
         }
     }
-    json_decref(w);
+    k8s_store_release(w);
 }
 
 /* The named pods into f; a missing one fails the capture. */
@@ -149,7 +149,7 @@ static void named_pods(const struct op_spec *s, const struct op_stores *st, stru
         json_t *p = st->pods ? k8s_store_get(st->pods, s->pod_namespace, s->pods[i]) : NULL;
         if (p) {
             keep(f, p);
-            json_decref(p);
+            k8s_store_release(p);
             continue;
         }
         note_absent(t, "/api/v1", s->pod_namespace, "pods", s->pods[i]);
@@ -229,7 +229,7 @@ int op_targets_resolve(const struct op_spec *s, const struct op_stores *st, stru
         r = fill(&f, &t);
     }
     for (size_t i = 0; i < f.n; i++)
-        json_decref(f.pods[i]);
+        k8s_store_release(f.pods[i]); /* shared with the pod cache */
     free(f.pods);
     if (r < 0) {
         op_targets_done(&t);

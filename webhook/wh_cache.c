@@ -113,6 +113,20 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
     }
 }
 
+/* What an admission gets: its own copy of the metadata. A value shared
+ * between threads is freed by whichever drops the last reference, and
+ * jansson's release-only decrement does not order that free after the
+ * other threads' reads (k8s_store_release); what the mutation core holds,
+ * members included, is then never shared. */
+static int hand_out(const json_t *meta, json_t **ret, struct k8s_error *err)
+{
+    json_t *copy = json_deep_copy(meta);
+    if (!copy)
+        return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
+    *ret = copy;
+    return 0;
+}
+
 /* ---------- the miss path ---------- */
 
 static void object_path(const struct kind_def *d, const char *ns, const char *name, char *out,
@@ -159,8 +173,8 @@ static json_t *remember(struct wh_cache *c, const struct kind_def *d, const char
     if (rc == 0 && d->watched) {
         size_t i = (size_t)(d - kinds);
         json_t *stored = k8s_store_put_if_absent_new(c->kc[i].store, obj);
-        meta = json_incref(json_object_get(stored, "metadata"));
-        json_decref(stored);
+        meta = json_deep_copy(json_object_get(stored, "metadata")); /* not a member of stored */
+        k8s_store_release(stored);
         return meta;
     }
     if (rc == 0 || rc == -K8S_ENOTFOUND) {
@@ -174,7 +188,8 @@ static json_t *remember(struct wh_cache *c, const struct kind_def *d, const char
     return meta;
 }
 
-/* A fresh TTL entry: 0 and *ret (new ref), -K8S_ENOTFOUND, or 1 (none). */
+/* A fresh TTL entry: 0 and *ret (a copy), -K8S_ENOTFOUND, -K8S_ENOMEM, or
+ * 1 (none). */
 static int ttl_lookup(struct wh_cache *c, const char *key, json_t **ret)
 {
     int r = 1;
@@ -184,7 +199,7 @@ static int ttl_lookup(struct wh_cache *c, const char *key, json_t **ret)
         json_t *meta = json_array_get(e, 1);
         r = json_is_null(meta) ? -K8S_ENOTFOUND : 0;
         if (r == 0)
-            *ret = json_incref(meta);
+            r = hand_out(meta, ret, NULL);
     } else if (e) {
         json_object_del(c->ttl, key);
     }
@@ -218,7 +233,7 @@ static int join_flight(struct wh_cache *c, struct flight *f, int64_t deadline_ns
         ;
     int r = f->done ? f->rc : k8s_error_set(err, -K8S_ETIMEDOUT, "waiting for %s", f->key);
     if (f->done && r == 0)
-        *ret = json_incref(f->meta);
+        r = hand_out(f->meta, ret, err);
     else if (f->done && err)
         *err = f->err;
     unref_flight(c, f);
@@ -259,7 +274,7 @@ static int lead_flight(struct wh_cache *c, const struct kind_def *d, const char 
     f->meta = meta;
     pthread_cond_broadcast(&c->landed);
     if (r == 0)
-        *ret = json_incref(meta);
+        r = hand_out(meta, ret, err);
     else if (err)
         *err = f->err;
     unref_flight(c, f);
@@ -273,9 +288,11 @@ static int fetch(struct wh_cache *c, const struct kind_def *d, const char *ns, c
     char key[600];
     snprintf(key, sizeof(key), "%s/%s/%s", d->kind, ns, name);
     int r = ttl_lookup(c, key, ret); /* others' GETs; "not found" of any kind */
+    if (r == -K8S_ENOTFOUND || r == -K8S_ENOMEM)
+        return r == -K8S_ENOMEM ? k8s_error_set(err, r, "out of memory")
+                                : k8s_error_set(err, r, "%s %s/%s not found", d->kind, ns, name);
     if (r != 1)
-        return r == -K8S_ENOTFOUND ? k8s_error_set(err, r, "%s %s/%s not found", d->kind, ns, name)
-                                   : r;
+        return r;
     pthread_mutex_lock(&c->mu);
     struct flight *f = find_flight(c, key);
     if (f) {
@@ -300,9 +317,9 @@ static int lookup_meta(void *ud, const char *kind, const char *ns, const char *n
     if (d->watched) {
         json_t *obj = k8s_store_get(k->store, where, name);
         if (obj) { /* the steady state: no API call */
-            *ret_meta = json_incref(json_object_get(obj, "metadata"));
-            json_decref(obj);
-            return 0;
+            int r = hand_out(json_object_get(obj, "metadata"), ret_meta, err);
+            k8s_store_release(obj);
+            return r;
         }
     }
     /* a miss; for a kind not served at the last list too: its CRD may have

@@ -3,6 +3,13 @@
  * input must get a well-formed answer (400/413 or a 200 AdmissionReview);
  * every patch returned must apply to the pod with the RFC 6902 applier, and
  * a second admission of the patched pod must need no operations.
+ *
+ * The pod the patch is checked against is the review as jansson reads it,
+ * or, when jansson refuses only a number beyond its range (the webhook
+ * checks the members it skips for syntax alone, by design: k8s_jsonload.h),
+ * the webhook's own view of it (wh_review_filter), which holds all that the
+ * mutation reads and patches. Any other refusal of an admitted input is a
+ * finding.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,7 +21,9 @@
 #include "k8s_jsonpatch.h"
 #include "k8s_log.h"
 #include "k8s_time.h"
+#include "k8s_jsonload.h"
 #include "wh_admit.h"
+#include "wh_review.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -66,6 +75,25 @@ static json_t *patch_of(const json_t *resp)
     return p;
 }
 
+/* The review to check the patch against (see the top of the file). */
+static json_t *reference(const uint8_t *data, size_t size)
+{
+    json_error_t je;
+    json_t *doc = json_loadb((const char *)data, size, 0, &je);
+    if (doc)
+        return doc;
+    if (json_error_code(&je) != json_error_numeric_overflow) {
+        fprintf(stderr, "admitted with a patch, yet not JSON: %s\n", je.text);
+        abort();
+    }
+    struct k8s_error err;
+    if (k8s_json_load_filtered((const char *)data, size, wh_review_filter, &doc, &err) < 0) {
+        fprintf(stderr, "admitted with a patch, yet its reader refuses it: %s\n", err.message);
+        abort();
+    }
+    return doc;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int status;
@@ -75,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         json_decref(resp);
         return 0;
     }
-    json_t *review = json_loadb((const char *)data, size, 0, NULL);
+    json_t *review = reference(data, size);
     json_t *req = json_object_get(review, "request");
     json_t *patched = NULL;
     struct k8s_error err;

@@ -70,6 +70,17 @@ class _Process:
             self.log.close()
         return self.proc.returncode if self.proc else None
 
+    def check_sanitizers(self):
+        """A sanitizer report in the log fails the test that ran it: ASan, LSan,
+        UBSan ("runtime error:") and TSan ("WARNING: ThreadSanitizer: ...")."""
+        text = self.logs() if os.path.exists(self.log_path) else ""
+        at = text.find("Sanitizer")
+        if at < 0:
+            at = text.find("runtime error:")
+        if at >= 0:
+            raise AssertionError("sanitizer report from the %s:\n%s" % (
+                self.name, text[max(0, at - 200):at + 4000]))
+
     def logs(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
@@ -101,6 +112,7 @@ class Webhook(_Process):
                      "--port", str(self.port), "--tls-cert-file", self.crt,
                      "--tls-key-file", self.key, *args]
         self.log_path = os.path.join(self.tmp, "webhook.log")
+        self.name = "webhook"
         self.env = {**os.environ, **(env or {})}
         self.wait_ready = wait_ready
         self.proc = None
@@ -120,7 +132,9 @@ class Webhook(_Process):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
-        return self._terminate(sig, timeout)
+        rc = self._terminate(sig, timeout)
+        self.check_sanitizers()
+        return rc
 
     def context(self):
         ctx = ssl.create_default_context(cafile=self.crt)
@@ -187,6 +201,7 @@ class Operator(_Process):
                      "--health-probe-bind-address", "127.0.0.1:%d" % self.health_port,
                      "--metrics-bind-address", "127.0.0.1:%d" % self.metrics_port, *args]
         self.log_path = os.path.join(self.tmp, name + ".log")
+        self.name = name
         self.env = {**os.environ, "POD_NAME": name, **(env or {})}
         self.wait_ready = wait_ready
         self.proc = None
@@ -215,14 +230,6 @@ class Operator(_Process):
         took = time.time() - t0
         self.check_sanitizers()
         return rc, took
-
-    def check_sanitizers(self):
-        """An ASan/UBSan/LSan report in the log fails the test that ran it."""
-        text = self.logs() if os.path.exists(self.log_path) else ""
-        at = text.find("Sanitizer")
-        if at >= 0 or "runtime error:" in text:
-            raise AssertionError("sanitizer report from the operator:\n" + text[max(0, at - 200):
-                                                                               at + 4000])
 
     def kill9(self):
         self.proc.kill()
