@@ -9,7 +9,8 @@ largest TPU v5p slice) with 10,000 realistic pods in the cache (bench_pods.py:
   spread    = last arrival minus first arrival (target <= 100 ms)
   peak RSS  = the operator's VmHWM through the whole run: the list of 10,000
               pods and every capture (target <= 32 MiB at every moment), with
-              the peak of each phase and the steady VmRSS beside it
+              the peak of each phase and the steady VmRSS beside it; then
+              relay_mem: op_relay alone, its RSS per in-flight RPC
 
 The fake API server runs in this process; the 1,536 profiler servers (one
 per 127.10.x.y) in other processes, so the measuring side shares no
@@ -19,9 +20,10 @@ thread), then profiler_farm.py (python3-grpcio, one process per core).
     operator_bench.py BIN_DIR [OUT_DIR]   (BENCH_OP_ROUNDS=3, BENCH_OP_PODS=10000,
                                            BENCH_OP_TARGETS=1536, BENCH_OP_PEERS=c,python,
                                            BENCH_OP_WRAP="heaptrack -o FILE": a profiler
-                                           in front of the operator; its RSS is then not
-                                           the operator's; BENCH_OP_SMAPS=1: the operator's
-                                           /proc/PID/smaps once synced, into OUT_DIR)"""
+                                           in front of the operator, whose figures then
+                                           include the profiler's; BENCH_OP_SMAPS=1: the
+                                           operator's /proc/PID/smaps once synced, into
+                                           OUT_DIR)"""
 import json
 import os
 import signal
@@ -71,6 +73,27 @@ class Memory:
 
     def peak(self, prefix=""):
         return max((x[1] for x in self.phases if x[0].startswith(prefix)), default=0)
+
+
+def operator_pid(proc):
+    """The operator's own pid: proc's, or under BENCH_OP_WRAP the descendant running the
+    binary (heaptrack, valgrind and the like start it as a child)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        todo = [proc.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    argv0 = f.read().split(b"\0")[0]
+                with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                    todo += [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+            if argv0.endswith(b"/mldiagnostics-operator"):
+                return pid
+        time.sleep(0.05)
+    sys.exit("bench-operator: the operator did not start")
 
 
 def farm_ip(i):
@@ -149,10 +172,23 @@ def start_farms(peer, bin_dir, port, targets):
     return farms
 
 
+def relay_alone(bin_dir, port, targets):
+    """relay_mem: op_relay by itself, the same RPCs to the same profilers, its resident
+    memory per in-flight RPC (None without the binary)."""
+    exe = os.path.join(bin_dir, "relay_mem")
+    if not os.access(exe, os.X_OK):
+        return None
+    out = subprocess.run([exe, str(port), str(targets)], capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        sys.exit("bench-operator: relay_mem failed: %s" % out.stderr)
+    return json.loads(out.stdout)
+
+
 def run_peer(peer, bin_dir, api, rounds, targets, mem, tmp):
     port = free_port()
     farms = start_farms(peer, bin_dir, port, targets)
-    results, reqs = [], []
+    results, reqs, relay = [], [], None
     try:
         for r in range(rounds):
             t0, st = one_round(api, port, targets, "%s-%d" % (peer, r), tmp)
@@ -160,13 +196,15 @@ def run_peer(peer, bin_dir, api, rounds, targets, mem, tmp):
                             "peer": peer})
             time.sleep(1.5)  # let every profiler release its lock
             mem.mark("capture %s %d" % (peer, r + 1))
+        if peer == "c":
+            relay = relay_alone(bin_dir, port, targets)
     finally:
         for farm in farms:
             farm.stdin.write("dump\n")
             farm.stdin.flush()
             reqs += json.loads(farm.stdout.read() or "[]")
             farm.wait(60)
-    return results, reqs
+    return results, reqs, relay
 
 
 def main():
@@ -196,22 +234,24 @@ def main():
                           stderr=subprocess.STDOUT)
     peers = [p for p in os.environ.get("BENCH_OP_PEERS", "c,python").split(",")
              if p != "c" or os.access(os.path.join(bin_dir, "h2farm"), os.X_OK)]
-    results, reqs = {p: [] for p in peers}, []
+    results, reqs, relay = {p: [] for p in peers}, [], None
     try:
         wait_ready(hp)
-        mem = Memory(op.pid)
+        pid = operator_pid(op)
+        mem = Memory(pid)
         if os.environ.get("BENCH_OP_SMAPS"):
             import shutil
-            shutil.copy("/proc/%d/smaps" % op.pid, os.path.join(out_dir, "operator-smaps-synced"))
+            shutil.copy("/proc/%d/smaps" % pid, os.path.join(out_dir, "operator-smaps-synced"))
         mem.mark("sync")
         for peer in peers:
-            got, rq = run_peer(peer, bin_dir, api, rounds, targets, mem, tmp)
+            got, rq, rl = run_peer(peer, bin_dir, api, rounds, targets, mem, tmp)
             results[peer] = got
+            relay = rl or relay
             reqs += rq
-        rss = kib(op.pid, "VmRSS")
+        rss = kib(pid, "VmRSS")
     finally:
-        op.send_signal(signal.SIGTERM)
-        op.wait(30)
+        os.kill(operator_pid(op), signal.SIGTERM)
+        op.wait(60)
         api.stop()
     sent = {}  # session → (first, last) request sent, from the operator's log
     with open(os.path.join(out_dir, "operator.log")) as f:
@@ -296,7 +336,11 @@ def main():
             total, mem.phases[0][2] / 1024),
         "| steady RSS after the captures | %.1f MiB | - | info |" % (rss / 1024),
     ] + ["| %s: peak / RSS after (anonymous + files) | %.1f / %.1f (%.1f + %.1f) MiB | - | info |"
-         % (p, h / 1024, r / 1024, a / 1024, f / 1024) for p, h, r, a, f in mem.phases]
+         % (p, h / 1024, r / 1024, a / 1024, f / 1024) for p, h, r, a, f in mem.phases] + [
+        "| op_relay alone (relay_mem): %d RPCs in flight, %d OK | %.2f KiB per RPC "
+        "(%.1f MiB) | - | info |" % (relay["rpcs"], relay["ok"], relay["per_rpc_kib"],
+                                     (relay["peak_kib"] - relay["base_kib"]) / 1024)
+        for relay in [relay] if relay]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "operator-report.md"), "w") as f:
         f.write(text)
