@@ -17,7 +17,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
       cmake make gcc pkg-config libc6-dev libmicrohttpd-dev libgnutls28-dev libssl-dev \
-      libcurl4-openssl-dev libjansson-dev libyaml-dev nettle-dev libcriterion-dev \
+      libcurl4-openssl-dev libjansson-dev libyaml-dev nettle-dev libnghttp2-dev libcriterion-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -34,7 +34,7 @@ FROM ${DEBIAN_SLIM} AS runtime
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
-      libjansson4 libyaml-0-2 libnettle8 libmicrohttpd12 libgnutls30 libssl3 libcurl4 \
+      libjansson4 libyaml-0-2 libnettle8 libmicrohttpd12 libgnutls30 libssl3 libcurl4 libnghttp2-14 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/*
 USER 65532:65532

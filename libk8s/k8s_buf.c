@@ -31,6 +31,17 @@ void k8s_buf_reset(struct k8s_buf *b)
         b->data[0] = '\0';
 }
 
+void k8s_buf_consume(struct k8s_buf *b, size_t n)
+{
+    if (n >= b->len) {
+        k8s_buf_done(b);
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    b->data[b->len] = '\0';
+}
+
 static int grow(struct k8s_buf *b, size_t extra)
 {
     if (extra > b->max || b->len > b->max - extra) {

@@ -29,6 +29,10 @@ void k8s_buf_init(struct k8s_buf *b, size_t max);
 void k8s_buf_done(struct k8s_buf *b);
 /* Keep the memory, drop the contents. */
 void k8s_buf_reset(struct k8s_buf *b);
+/* Drop the first n bytes (at most len), keeping the rest; once nothing is
+ * left the memory is freed too, so a buffer that holds bytes only while
+ * they are in flight costs nothing between times. */
+void k8s_buf_consume(struct k8s_buf *b, size_t n);
 
 int k8s_buf_append_slow(struct k8s_buf *b, const void *p, size_t n) K8S_MUST_CHECK;
 

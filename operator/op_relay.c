@@ -1,46 +1,77 @@
 #include "op_relay.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "k8s_buf.h"
-#include "k8s_curl.h"
 #include "k8s_time.h"
+#include "op_h2.h"
 #include "op_proto.h"
 
 #define MAX_REPLY      (4 << 20)
 #define CONNECT_MS     5000
-#define MARGIN_MS      5000 /* curl's own timeout: the server's deadline plus this */
+#define MARGIN_MS      5000 /* our own timeout: the server's deadline plus this */
 #define RETRY_FIRST_MS 1000
 #define POLL_MS        1000
-#define HOLD_MAX_MS    500 /* longest a batch's bodies wait for its slowest connection */
+#define HOLD_MAX_MS    500   /* longest a batch's bodies wait for its slowest connection */
+#define READ_CHUNK     16384 /* the relay's one receive buffer: a read goes to op_h2 at once */
+#define KEEPIDLE_S     60    /* captures can last an hour */
+#define KEEPINTVL_S    30
+#define RPC_PATH       "/tensorflow.ProfilerService/Profile"
 #define USER_AGENT     "mldiagnostics-operator/" MLD_VERSION
 
 struct batch;
 
+/* Why an attempt ended on our side of the protocol. */
+enum failure {
+    F_NONE,
+    F_ADDRESS,
+    F_CONNECT,
+    F_CONNECT_TIMEOUT,
+    F_TIMEOUT,
+    F_CLOSED,
+    F_TOO_BIG,
+    F_NOMEM
+};
+
 struct host {
     struct batch *b;
     size_t idx;
-    CURL *h;
-    struct curl_slist *headers;
-    struct k8s_buf req, reply;
-    char url[160];
-    int grpc_status; /* -1 until a grpc-status header or trailer */
+    int fd; /* -1: no attempt on the wire */
+    uint32_t events;
+    struct op_h2 h2;
+    struct k8s_buf req, reply; /* the framed ProfileRequest; the reply's message */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in v4;
+        struct sockaddr_in6 v6;
+    } addr;
+    socklen_t addrlen;  /* 0: the pod IP did not parse */
+    char authority[56]; /* "<ip>:<port>", "[<ipv6>]:<port>" */
+    char timeout[16];   /* grpc-timeout of this attempt */
+    int grpc_status;    /* -1 until a grpc-status field */
     char grpc_message[256];
-    long http_status;
+    enum failure failure;
+    int err;            /* errno of F_CONNECT / F_CLOSED */
     int64_t retry_at;   /* monotonic ns; 0 when not waiting to retry */
+    int64_t connect_by; /* monotonic ns: F_CONNECT_TIMEOUT after it */
+    int64_t give_up;    /* monotonic ns: F_TIMEOUT after it */
     int64_t attempt_ns; /* unix ns the current attempt started */
-    int64_t body_ns;    /* unix ns libcurl took the body of this attempt; 0: not yet */
-    size_t sent_off;    /* request bytes handed to libcurl in this attempt */
-    bool held;          /* connected, body paused until the batch fires */
+    int64_t body_ns;    /* unix ns the socket took the whole message; 0: not yet */
+    bool connected;
+    bool held; /* connected, body waiting until the batch fires */
     bool finished;
 };
 
@@ -56,7 +87,7 @@ struct batch {
     bool fired;            /* bodies flow (held ones released, later ones at once) */
     op_batch_done_fn done;
     void *ud;
-    struct batch *next;
+    struct batch *next, *dead_next;
 };
 
 struct cancel {
@@ -68,135 +99,210 @@ struct cancel {
 struct op_relay {
     pthread_t thread;
     pthread_mutex_t lock;
-    CURLM *multi;
-    int ep;                 /* epoll set of libcurl's sockets and the wake-up eventfd */
+    int ep;                 /* epoll set of the sockets and the wake-up eventfd */
     int wake;               /* eventfd: submissions, cancels, stop */
-    int64_t timer_at;       /* libcurl's timeout, monotonic ns; 0: none */
     struct batch *incoming; /* submitted, not yet started (lock) */
     struct cancel *cancels; /* requested (lock) */
     struct batch *active;   /* relay thread only */
+    struct batch *dead;     /* finished; freed once the events in hand are handled */
     size_t live;            /* lock */
     uint64_t next_id;       /* lock */
     bool stop;              /* lock */
+    uint8_t scratch[READ_CHUNK];
 };
 
-/* ---------- callbacks ---------- */
+/* ---------- the reply, from op_h2 ---------- */
 
-static size_t on_header(char *data, size_t size, size_t n, void *ud)
+static void on_field(void *ud, const char *name, size_t nlen, const char *value, size_t vlen,
+                     bool trailer)
 {
     struct host *h = ud;
-    size_t len = size * n;
-    const char *colon = memchr(data, ':', len);
-    if (len > 5 && !strncmp(data, "HTTP/", 5)) {
-        const char *sp = memchr(data, ' ', len);
-        h->http_status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        return len;
-    }
-    if (!colon)
-        return len;
-    size_t klen = (size_t)(colon - data);
-    const char *v = colon + 1, *end = data + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-        end--;
-    if (klen == 11 && !strncasecmp(data, "grpc-status", 11)) {
+    (void)trailer; /* grpc-status comes in the trailers, or in a trailers-only reply */
+    if (nlen == 11 && !strncasecmp(name, "grpc-status", 11)) {
         char num[16];
-        size_t m = (size_t)(end - v) < sizeof(num) - 1 ? (size_t)(end - v) : sizeof(num) - 1;
-        memcpy(num, v, m);
+        size_t m = vlen < sizeof(num) - 1 ? vlen : sizeof(num) - 1;
+        memcpy(num, value, m);
         num[m] = '\0';
         char *e;
         long s = strtol(num, &e, 10);
         h->grpc_status = *num && !*e && s >= 0 && s < 1000 ? (int)s : OP_GRPC_UNKNOWN;
-    } else if (klen == 12 && !strncasecmp(data, "grpc-message", 12)) {
-        op_grpc_message_decode(v, (size_t)(end - v), h->grpc_message, sizeof(h->grpc_message));
+    } else if (nlen == 12 && !strncasecmp(name, "grpc-message", 12)) {
+        op_grpc_message_decode(value, vlen, h->grpc_message, sizeof(h->grpc_message));
     }
-    return len;
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *ud)
+static bool on_data(void *ud, const uint8_t *p, size_t n)
 {
     struct host *h = ud;
-    return k8s_buf_append(&h->reply, data, size * n) == 0 ? size * n : 0;
+    int r = k8s_buf_append(&h->reply, p, n);
+    if (r < 0)
+        h->failure = r == -K8S_ETOOBIG ? F_TOO_BIG : F_NOMEM;
+    return r == 0;
+}
+
+static const struct op_h2_callbacks h2_callbacks = {on_field, on_data};
+
+/* ---------- sockets ---------- */
+
+static void set_events(struct op_relay *r, struct host *h, uint32_t want)
+{
+    struct epoll_event ev = {.events = want, .data.ptr = h};
+    if (want != h->events && epoll_ctl(r->ep, EPOLL_CTL_MOD, h->fd, &ev) == 0)
+        h->events = want;
+}
+
+/* Close the attempt's connection and drop what it held. */
+static void close_conn(struct op_relay *r, struct host *h)
+{
+    if (h->fd >= 0) {
+        epoll_ctl(r->ep, EPOLL_CTL_DEL, h->fd, NULL);
+        close(h->fd);
+    }
+    h->fd = -1;
+    op_h2_done(&h->h2);
+    h->h2 = (struct op_h2){.state = OP_H2_OPEN};
+    k8s_buf_done(&h->reply);
+}
+
+/* Write what op_h2 has queued, as far as the socket takes it. */
+static void flush(struct op_relay *r, struct host *h)
+{
+    size_t n;
+    const void *out;
+    while ((out = op_h2_out(&h->h2, &n))) {
+        ssize_t w = send(h->fd, out, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (w < 0) {
+            h->failure = F_CLOSED;
+            h->err = errno;
+            return;
+        }
+        op_h2_consumed(&h->h2, (size_t)w);
+    }
+    if (!out && !h->body_ns && op_h2_body_sent(&h->h2))
+        h->body_ns = k8s_real_ns();
+    set_events(r, h, EPOLLIN | (out ? EPOLLOUT : 0u));
+}
+
+static void read_all(struct op_relay *r, struct host *h)
+{
+    for (;;) {
+        ssize_t n = recv(h->fd, r->scratch, sizeof(r->scratch), 0);
+        if (n > 0) {
+            op_h2_recv(&h->h2, r->scratch, (size_t)n);
+            if (h->h2.state != OP_H2_OPEN)
+                return;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+            h->failure = F_CLOSED;
+            h->err = n == 0 ? 0 : errno;
+        }
+        return;
+    }
+}
+
+static void tune(int fd)
+{
+    static const struct {
+        int level, name, value;
+    } opts[] = {{IPPROTO_TCP, TCP_NODELAY, 1},
+                {SOL_SOCKET, SO_KEEPALIVE, 1},
+                {IPPROTO_TCP, TCP_KEEPIDLE, KEEPIDLE_S},
+                {IPPROTO_TCP, TCP_KEEPINTVL, KEEPINTVL_S}};
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+        setsockopt(fd, opts[i].level, opts[i].name, &opts[i].value, sizeof(opts[i].value));
+}
+
+/* Begin connecting; false with h->failure when that failed at once. */
+static bool open_conn(struct op_relay *r, struct host *h)
+{
+    if (!h->addrlen) {
+        h->failure = F_ADDRESS;
+        return false;
+    }
+    h->fd = socket(h->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = h};
+    h->events = EPOLLOUT;
+    if (h->fd < 0 || epoll_ctl(r->ep, EPOLL_CTL_ADD, h->fd, &ev) < 0 ||
+        (connect(h->fd, &h->addr.sa, h->addrlen) < 0 && errno != EINPROGRESS)) {
+        h->failure = F_CONNECT;
+        h->err = errno;
+        close_conn(r, h);
+        return false;
+    }
+    tune(h->fd);
+    return true;
 }
 
 /* ---------- one attempt ---------- */
 
-/* The request body. Until the batch fires, a connected host's body is
- * held (its HEADERS frame is out, the message is not): when every host is
- * connected the bodies go out in one burst, so 1,536 profilers get their
- * complete request within a few milliseconds of each other instead of
- * spread over the time it takes to open 1,536 connections. */
-static size_t on_read(char *buf, size_t size, size_t n, void *ud)
+/* The request's message. Until the batch fires, a connected host's body
+ * is held (its HEADERS frame is out, the message is not): when every host
+ * is connected the bodies go out in one burst, so 1,536 profilers get
+ * their complete request within a few milliseconds of each other instead
+ * of spread over the time it takes to open 1,536 connections. */
+static void send_body(struct op_relay *r, struct host *h)
 {
-    struct host *h = ud;
-    if (!h->b->fired) {
-        if (!h->held) {
-            h->held = true;
-            h->b->held++;
-        }
-        return CURL_READFUNC_PAUSE;
+    op_h2_send_body(&h->h2, h->req.data, h->req.len);
+    flush(r, h);
+}
+
+/* TCP is up: the preface, SETTINGS and HEADERS go out; the body follows
+ * now or at the fire. */
+static void connected(struct op_relay *r, struct host *h)
+{
+    const struct op_h2_field fields[] = {
+        {":method", "POST"},
+        {":scheme", "http"},
+        {":authority", h->authority},
+        {":path", RPC_PATH},
+        {"content-type", "application/grpc"},
+        {"te", "trailers"},
+        {"grpc-timeout", h->timeout},
+        {"user-agent", USER_AGENT},
+    };
+    h->connected = true;
+    if (op_h2_start(&h->h2, fields, sizeof(fields) / sizeof(fields[0]), MAX_REPLY, &h2_callbacks,
+                    h) < 0) {
+        h->failure = F_NOMEM;
+        return;
     }
-    if (!h->sent_off)
-        h->body_ns = k8s_real_ns();
-    size_t left = h->req.len - h->sent_off, take = size * n < left ? size * n : left;
-    memcpy(buf, h->req.data + h->sent_off, take);
-    h->sent_off += take;
-    return take;
-}
-
-static int on_seek(void *ud, curl_off_t offset, int origin)
-{
-    struct host *h = ud;
-    if (origin != SEEK_SET || offset < 0 || (size_t)offset > h->req.len)
-        return CURL_SEEKFUNC_CANTSEEK;
-    h->sent_off = (size_t)offset;
-    return CURL_SEEKFUNC_OK;
-}
-
-static struct curl_slist *headers_for(int64_t remaining_ms)
-{
-    char timeout[16], line[48];
-    op_grpc_timeout(remaining_ms, timeout);
-    snprintf(line, sizeof(line), "grpc-timeout: %s", timeout);
-    struct curl_slist *l = NULL, *t;
-    const char *lines[] = {"Content-Type: application/grpc", "TE: trailers", line,
-                           "Accept:", "Expect:"};
-    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-        if (!(t = k8s_curl.slist_append(l, lines[i]))) {
-            k8s_curl.slist_free_all(l);
-            return NULL;
-        }
-        l = t;
+    if (h->b->fired) {
+        send_body(r, h);
+        return;
     }
-    return l;
+    h->held = true;
+    h->b->held++;
+    flush(r, h);
 }
 
-/* Configure (or re-arm) h for an attempt and add it to the multi handle. */
-static int start_attempt(struct op_relay *r, struct host *h, int64_t now)
+/* Arm h for an attempt; false with h->failure when it failed at once. */
+static bool start_attempt(struct op_relay *r, struct host *h, int64_t now)
 {
     struct op_host_result *res = &h->b->results[h->idx];
     int64_t remaining_ms = (h->b->deadline_mono - now) / K8S_NSEC_PER_MSEC;
     if (remaining_ms < 1)
         remaining_ms = 1;
-    k8s_curl.slist_free_all(h->headers);
-    if (!(h->headers = headers_for(remaining_ms)))
-        return -K8S_ENOMEM;
-    k8s_buf_reset(&h->reply);
+    op_grpc_timeout(remaining_ms, h->timeout);
     h->grpc_status = -1;
     h->grpc_message[0] = '\0';
-    h->http_status = 0;
+    h->failure = F_NONE;
+    h->err = 0;
     h->retry_at = 0;
-    h->sent_off = 0;
     h->body_ns = 0;
-    h->held = false;
-    CURL *c = h->h;
-    k8s_curl.easy_setopt(c, CURLOPT_HTTPHEADER, h->headers);
-    k8s_curl.easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(remaining_ms + MARGIN_MS));
+    h->connected = h->held = false;
+    h->connect_by = now + CONNECT_MS * K8S_NSEC_PER_MSEC;
+    h->give_up = now + (remaining_ms + MARGIN_MS) * K8S_NSEC_PER_MSEC;
     h->attempt_ns = k8s_real_ns();
     if (!res->attempts++)
         res->sent_ns = h->attempt_ns;
-    return k8s_curl.multi_add_handle(r->multi, c) == CURLM_OK ? 0 : -K8S_ENOMEM;
+    return open_conn(r, h);
 }
 
 const char *op_relay_host_name(const struct op_relay_target *t, int port, bool override, char *buf,
@@ -218,6 +324,23 @@ void op_relay_file_stem(const char *host_name, char *buf, size_t cap)
             *p = '_';
 }
 
+/* The pod's address; addrlen stays 0 when the IP does not parse. */
+static void set_address(struct host *h, const char *ip, int port)
+{
+    bool v6 = strchr(ip, ':') != NULL;
+    snprintf(h->authority, sizeof(h->authority), "%s%s%s:%d", v6 ? "[" : "", ip, v6 ? "]" : "",
+             port);
+    if (!v6 && inet_pton(AF_INET, ip, &h->addr.v4.sin_addr) == 1) {
+        h->addr.v4.sin_family = AF_INET;
+        h->addr.v4.sin_port = htons((uint16_t)port);
+        h->addrlen = sizeof(h->addr.v4);
+    } else if (v6 && inet_pton(AF_INET6, ip, &h->addr.v6.sin6_addr) == 1) {
+        h->addr.v6.sin6_family = AF_INET6;
+        h->addr.v6.sin6_port = htons((uint16_t)port);
+        h->addrlen = sizeof(h->addr.v6);
+    }
+}
+
 static int setup_host(struct host *h, const struct op_batch_spec *s, size_t i)
 {
     const struct op_relay_target *t = &s->targets[i];
@@ -230,47 +353,12 @@ static int setup_host(struct host *h, const struct op_batch_spec *s, size_t i)
         .host_name =
             op_relay_host_name(t, s->port, s->host_name_override, host_name, sizeof(host_name)),
     };
+    h->idx = i;
+    h->fd = -1;
     k8s_buf_init(&h->req, 1 << 20);
     k8s_buf_init(&h->reply, MAX_REPLY);
-    h->idx = i;
-    bool v6 = strchr(t->ip, ':') != NULL;
-    int n = snprintf(h->url, sizeof(h->url), "http://%s%s%s:%d/tensorflow.ProfilerService/Profile",
-                     v6 ? "[" : "", t->ip, v6 ? "]" : "", s->port);
-    if (n < 0 || (size_t)n >= sizeof(h->url))
-        return -K8S_EINVAL;
-    if (op_proto_encode_request(&rq, &h->req) < 0 || !(h->h = k8s_curl.easy_init()))
-        return -K8S_ENOMEM;
-    CURL *c = h->h;
-    k8s_curl.easy_setopt(c, CURLOPT_URL, h->url);
-    k8s_curl.easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE);
-    k8s_curl.easy_setopt(c, CURLOPT_POST, 1L);
-    k8s_curl.easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-    k8s_curl.easy_setopt(c, CURLOPT_READDATA, h);
-    k8s_curl.easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-    k8s_curl.easy_setopt(c, CURLOPT_SEEKDATA, h);
-    k8s_curl.easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)h->req.len);
-    k8s_curl.easy_setopt(c, CURLOPT_USERAGENT, USER_AGENT);
-    k8s_curl.easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    k8s_curl.easy_setopt(c, CURLOPT_HEADERDATA, h);
-    k8s_curl.easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    k8s_curl.easy_setopt(c, CURLOPT_WRITEDATA, h);
-    k8s_curl.easy_setopt(c, CURLOPT_PRIVATE, h);
-    k8s_curl.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    k8s_curl.easy_setopt(c, CURLOPT_NOPROXY, "*"); /* pod IPs never go through a proxy */
-    k8s_curl.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)CONNECT_MS);
-    /* one RPC per connection: curl 7.88 cannot reuse an h2c connection after
-     * a trailers-only reply (the next stream fails with a framing error), and
-     * a retry must not land on a connection the profiler is tearing down */
-    k8s_curl.easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
-    k8s_curl.easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-    k8s_curl.easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L); /* captures can last an hour */
-    /* a reply is a few bytes and the request one frame: small buffers keep
-     * thousands of concurrent RPCs in little memory */
-    k8s_curl.easy_setopt(c, CURLOPT_BUFFERSIZE, 4096L);
-    k8s_curl.easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
-    k8s_curl.easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 60L);
-    k8s_curl.easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 30L);
-    return 0;
+    set_address(h, t->ip, s->port);
+    return op_proto_encode_request(&rq, &h->req) < 0 ? -K8S_ENOMEM : 0;
 }
 
 /* ---------- outcomes ---------- */
@@ -296,40 +384,93 @@ static int http_to_grpc(long status)
     }
 }
 
-static bool connection_failure(CURLcode cc)
+/* gRPC's HTTP/2 transport mapping of RST_STREAM codes. */
+static int reset_to_grpc(uint32_t code)
 {
-    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-           cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING ||
-           cc == CURLE_HTTP2 || cc == CURLE_PARTIAL_FILE;
+    switch (code) {
+    case OP_H2_REFUSED_STREAM:
+        return OP_GRPC_UNAVAILABLE; /* never processed: safe to retry */
+    case OP_H2_CANCEL:
+        return OP_GRPC_CANCELLED;
+    case OP_H2_ENHANCE_YOUR_CALM:
+        return OP_GRPC_RESOURCE_EXHAUSTED;
+    case OP_H2_INADEQUATE_SECURITY:
+        return OP_GRPC_PERMISSION_DENIED;
+    default:
+        return OP_GRPC_INTERNAL;
+    }
+}
+
+/* The stream's end as the server's HTTP/2 said it; true when retryable. */
+static bool protocol_end(const struct host *h, struct op_host_result *res)
+{
+    const struct op_h2 *c = &h->h2;
+    if (c->state == OP_H2_RESET) {
+        res->code = reset_to_grpc(c->reset_code);
+        snprintf(res->message, sizeof(res->message), "stream reset by the profiler (%s)",
+                 op_h2_error_name(c->reset_code));
+    } else if (c->state == OP_H2_REFUSED) {
+        res->code = OP_GRPC_UNAVAILABLE;
+        snprintf(res->message, sizeof(res->message),
+                 "the profiler closed the connection before taking the request (GOAWAY %s)",
+                 op_h2_error_name(c->reset_code));
+    } else {
+        res->code = OP_GRPC_UNAVAILABLE;
+        snprintf(res->message, sizeof(res->message), "HTTP/2: %s",
+                 c->state == OP_H2_FAILED ? c->why : "the stream did not end");
+    }
+    return res->code == OP_GRPC_UNAVAILABLE;
+}
+
+/* An attempt that ended before a gRPC status: true when retryable. */
+static bool transport_end(const struct host *h, struct op_host_result *res)
+{
+    enum failure f = h->failure == F_TIMEOUT && !h->connected ? F_CONNECT_TIMEOUT : h->failure;
+    char *m = res->message;
+    size_t cap = sizeof(res->message);
+    bool retry = true;
+    res->code = OP_GRPC_UNAVAILABLE;
+    switch (f) {
+    case F_NONE:
+        return protocol_end(h, res);
+    case F_ADDRESS:
+        snprintf(m, cap, "cannot connect to %s: not an IP address", h->authority);
+        return false;
+    case F_CONNECT:
+        snprintf(m, cap, "cannot connect to %s: %s", h->authority, strerror(h->err));
+        break;
+    case F_CONNECT_TIMEOUT:
+        snprintf(m, cap, "connection to %s timed out", h->authority);
+        break;
+    case F_CLOSED:
+        snprintf(m, cap, "connection to %s closed by the profiler%s%s", h->authority,
+                 h->err ? ": " : "", h->err ? strerror(h->err) : "");
+        break;
+    case F_TIMEOUT:
+        res->code = OP_GRPC_DEADLINE_EXCEEDED;
+        snprintf(m, cap, "no reply before the deadline");
+        retry = false;
+        break;
+    case F_TOO_BIG:
+    case F_NOMEM:
+        res->code = OP_GRPC_INTERNAL;
+        snprintf(m, cap, "%s", f == F_TOO_BIG ? "reply larger than 4 MiB" : "out of memory");
+        retry = false;
+        break;
+    }
+    return retry;
 }
 
 /* The gRPC outcome of a finished attempt into res; true when retryable. */
-static bool classify(struct host *h, CURLcode cc, struct op_host_result *res)
+static bool classify(struct host *h, struct op_host_result *res)
 {
-    double connect = 0;
     res->empty_trace = false;
-    if (cc == CURLE_OPERATION_TIMEDOUT) {
-        k8s_curl.easy_getinfo(h->h, CURLINFO_CONNECT_TIME, &connect);
-        res->code = connect > 0 ? OP_GRPC_DEADLINE_EXCEEDED : OP_GRPC_UNAVAILABLE;
-        snprintf(res->message, sizeof(res->message), "%s",
-                 connect > 0 ? "no reply before the deadline" : "connection timed out");
-        return connect <= 0;
-    }
-    if (cc != CURLE_OK && h->grpc_status < 0) {
-        bool conn = connection_failure(cc);
-        res->code = conn                                                  ? OP_GRPC_UNAVAILABLE
-                    : cc == CURLE_WRITE_ERROR || cc == CURLE_HTTP2_STREAM ? OP_GRPC_INTERNAL
-                                                                          : OP_GRPC_UNKNOWN;
-        snprintf(res->message, sizeof(res->message), "%s",
-                 cc == CURLE_WRITE_ERROR    ? "reply larger than 4 MiB"
-                 : cc == CURLE_HTTP2_STREAM ? "stream reset by the profiler"
-                                            : k8s_curl.easy_strerror(cc));
-        return conn;
-    }
-    if (h->http_status != 200 && h->grpc_status < 0) {
-        res->code = http_to_grpc(h->http_status);
-        snprintf(res->message, sizeof(res->message), "HTTP status %ld from the profiler",
-                 h->http_status);
+    if (h->grpc_status < 0 && (h->failure || h->h2.state != OP_H2_DONE))
+        return transport_end(h, res);
+    if (h->grpc_status < 0 && h->h2.status != 200) {
+        res->code = http_to_grpc(h->h2.status);
+        snprintf(res->message, sizeof(res->message), "HTTP status %d from the profiler",
+                 h->h2.status);
         return res->code == OP_GRPC_UNAVAILABLE;
     }
     if (h->grpc_status < 0) {
@@ -358,33 +499,42 @@ static bool classify(struct host *h, CURLcode cc, struct op_host_result *res)
 static void free_batch(struct batch *b)
 {
     for (size_t i = 0; i < b->n; i++) {
-        struct host *h = &b->hosts[i];
-        if (h->h)
-            k8s_curl.easy_cleanup(h->h);
-        if (h->headers)
-            k8s_curl.slist_free_all(h->headers);
-        k8s_buf_done(&h->req);
-        k8s_buf_done(&h->reply);
+        op_h2_done(&b->hosts[i].h2);
+        k8s_buf_done(&b->hosts[i].req);
+        k8s_buf_done(&b->hosts[i].reply);
     }
     free(b->hosts);
     free(b->results);
     free(b);
 }
 
-/* The host has its outcome: release its handle; finish the batch when it
- * was the last one. */
-static void finish_host(struct op_relay *r, struct host *h)
+/* Free the finished batches: no event in hand points at their hosts any
+ * more. A wide capture's memory goes back to the system once idle. */
+static void reap(struct op_relay *r)
+{
+    if (!r->dead)
+        return;
+    while (r->dead) {
+        struct batch *b = r->dead;
+        r->dead = b->dead_next;
+        free_batch(b);
+    }
+    if (!r->active)
+        malloc_trim(0);
+}
+
+/* The host has its outcome: close its connection; finish the batch when
+ * it was the last one (true: the batch is done, its memory freed later). */
+static bool finish_host(struct op_relay *r, struct host *h)
 {
     struct batch *b = h->b;
     if (h->finished)
-        return;
+        return false;
     h->finished = true;
     b->results[h->idx].done_ns = k8s_real_ns();
-    k8s_curl.multi_remove_handle(r->multi, h->h);
-    k8s_curl.easy_cleanup(h->h);
-    h->h = NULL;
+    close_conn(r, h);
     if (--b->left)
-        return;
+        return false;
     for (struct batch **p = &r->active; *p; p = &(*p)->next)
         if (*p == b) {
             *p = b->next;
@@ -392,65 +542,58 @@ static void finish_host(struct op_relay *r, struct host *h)
         }
     b->done(b->ud, b->id, b->results, b->n);
     pthread_mutex_lock(&r->lock);
-    bool idle = --r->live == 0;
+    r->live--;
     pthread_mutex_unlock(&r->lock);
-    free_batch(b);
-    if (idle)
-        malloc_trim(0); /* a wide capture's buffers go back to the system */
+    b->dead_next = r->dead;
+    r->dead = b;
+    return true;
 }
 
-static void completed(struct op_relay *r, struct host *h, CURLcode cc, int64_t now)
+/* The attempt ended: retry it later, or finish the host (true: that
+ * finished the batch). */
+static bool completed(struct op_relay *r, struct host *h, int64_t now)
 {
     struct op_host_result *res = &h->b->results[h->idx];
-    curl_off_t pre = 0;
-    if (k8s_curl.easy_getinfo(h->h, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK && pre > 0)
-        res->wire_ns = h->attempt_ns + (int64_t)pre * 1000;
-    if (h->body_ns > res->wire_ns) /* a held body left when the batch fired */
-        res->wire_ns = h->body_ns;
-    bool retry = classify(h, cc, res);
+    res->wire_ns = h->body_ns;
+    bool retry = classify(h, res);
+    close_conn(r, h); /* one RPC per connection */
     int shift = res->attempts - 1 < 12 ? res->attempts - 1 : 12;
     int64_t backoff = (int64_t)RETRY_FIRST_MS * K8S_NSEC_PER_MSEC << shift;
     if (retry && res->attempts <= h->b->max_retries && now + backoff < h->b->deadline_mono) {
-        k8s_curl.multi_remove_handle(r->multi, h->h);
         h->retry_at = now + backoff;
-        return;
+        return false;
     }
     if (retry && res->attempts > 1) {
         char why[sizeof(res->message)];
         snprintf(why, sizeof(why), "%s (after %d attempts)", res->message, res->attempts);
         memcpy(res->message, why, sizeof(why));
     }
-    finish_host(r, h);
+    return finish_host(r, h);
 }
 
 static void cancel_batch(struct op_relay *r, struct batch *b, const char *reason)
 {
-    size_t n = b->n;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < b->n; i++) {
         struct host *h = &b->hosts[i];
         if (h->finished)
             continue;
         b->results[i].code = OP_GRPC_CANCELLED;
         snprintf(b->results[i].message, sizeof(b->results[i].message), "%s", reason);
-        bool last = b->left == 1;
-        finish_host(r, h); /* removes a handle that waits for a retry too (a no-op) */
-        if (last)
-            return; /* b is freed */
+        if (h->fd >= 0 && h->connected) { /* the server sees the reset and saves nothing */
+            op_h2_cancel(&h->h2);
+            flush(r, h);
+        }
+        if (finish_host(r, h))
+            return;
     }
 }
 
-/* Start host i's attempt; when that fails for want of memory, the host
- * ends with INTERNAL. Returns true when that ended the batch (b is freed). */
+/* Start host i's attempt; one that fails at once is an outcome too.
+ * Returns true when that ended the batch. */
 static bool start_or_fail(struct op_relay *r, struct batch *b, size_t i, int64_t now)
 {
     struct host *h = &b->hosts[i];
-    if (start_attempt(r, h, now) == 0)
-        return false;
-    b->results[i].code = OP_GRPC_INTERNAL;
-    snprintf(b->results[i].message, sizeof(b->results[i].message), "out of memory");
-    bool last = b->left == 1;
-    finish_host(r, h);
-    return last;
+    return !start_attempt(r, h, now) && completed(r, h, now);
 }
 
 /* ---------- the thread ---------- */
@@ -499,50 +642,41 @@ static void take_requests(struct op_relay *r, bool *stop)
     }
 }
 
-/* Re-arm hosts whose retry is due; the time of the next one (0: none). */
-static int64_t due_retries(struct op_relay *r, int64_t now)
+/* What is due for one host: its retry, its timeouts, an end op_h2 or a
+ * failed write reached outside an event. True when that ended the batch;
+ * *next gets the host's next deadline. */
+static bool host_timers(struct op_relay *r, struct host *h, int64_t now, int64_t *next)
+{
+    int64_t due = h->retry_at;
+    if (!h->finished && h->fd >= 0) {
+        if ((h->failure || h->h2.state != OP_H2_OPEN) && h->connected)
+            return completed(r, h, now);
+        if (!h->connected && now >= h->connect_by)
+            h->failure = F_CONNECT_TIMEOUT;
+        else if (now >= h->give_up)
+            h->failure = F_TIMEOUT;
+        if (h->failure)
+            return completed(r, h, now);
+        due = h->connected || h->give_up < h->connect_by ? h->give_up : h->connect_by;
+    } else if (!h->finished && due && due <= now) {
+        if (start_or_fail(r, h->b, h->idx, now))
+            return true;
+        return host_timers(r, h, now, next); /* the new attempt's timers */
+    }
+    if (!h->finished && due && (!*next || due < *next))
+        *next = due;
+    return false;
+}
+
+/* Every host's timers; the time of the next one (0: none). */
+static int64_t timers(struct op_relay *r, int64_t now)
 {
     int64_t next = 0;
     for (struct batch *b = r->active; b; b = b->next)
-        for (size_t i = 0; i < b->n; i++) {
-            struct host *h = &b->hosts[i];
-            if (h->finished || !h->retry_at)
-                continue;
-            if (h->retry_at <= now) {
-                if (start_or_fail(r, b, i, now))
-                    return due_retries(r, now); /* the list changed */
-            } else if (!next || h->retry_at < next) {
-                next = h->retry_at;
-            }
-        }
+        for (size_t i = 0; i < b->n; i++)
+            if (host_timers(r, &b->hosts[i], now, &next))
+                return timers(r, now); /* the list changed */
     return next;
-}
-
-/* libcurl says which sockets to watch (the multi_socket API: work per
- * event is O(1), where multi_perform would walk every handle each time). */
-static int on_socket(CURL *e, curl_socket_t fd, int what, void *ud, void *socketp)
-{
-    (void)e;
-    (void)socketp;
-    struct op_relay *r = ud;
-    if (what == CURL_POLL_REMOVE) {
-        epoll_ctl(r->ep, EPOLL_CTL_DEL, fd, NULL);
-        return 0;
-    }
-    struct epoll_event ev = {.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) |
-                                       (what & CURL_POLL_OUT ? EPOLLOUT : 0u),
-                             .data.fd = fd};
-    if (epoll_ctl(r->ep, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
-        epoll_ctl(r->ep, EPOLL_CTL_ADD, fd, &ev);
-    return 0;
-}
-
-static int on_timer(CURLM *m, long timeout_ms, void *ud)
-{
-    (void)m;
-    struct op_relay *r = ud;
-    r->timer_at = timeout_ms < 0 ? 0 : k8s_mono_ns() + timeout_ms * K8S_NSEC_PER_MSEC;
-    return 0;
 }
 
 static void wake(struct op_relay *r)
@@ -553,26 +687,37 @@ static void wake(struct op_relay *r)
     }
 }
 
-static void drain_done(struct op_relay *r)
+/* A socket is ready. */
+static void on_event(struct op_relay *r, struct host *h, uint32_t events)
 {
-    CURLMsg *m;
-    int left = 0;
-    while ((m = k8s_curl.multi_info_read(r->multi, &left)))
-        if (m->msg == CURLMSG_DONE) {
-            struct host *h = NULL;
-            k8s_curl.easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&h);
-            completed(r, h, m->data.result, k8s_mono_ns());
+    if (h->finished || h->fd < 0)
+        return; /* an event for a connection closed since */
+    if (!h->connected) {
+        int err = 0;
+        socklen_t len = sizeof(err);
+        if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err) {
+            h->failure = F_CONNECT;
+            h->err = err;
+        } else if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
+            connected(r, h);
         }
+    }
+    if (!h->failure && h->connected && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+        read_all(r, h);
+    if (!h->failure && h->connected)
+        flush(r, h);
+    if (h->failure || h->h2.state != OP_H2_OPEN)
+        completed(r, h, k8s_mono_ns());
 }
 
-/* Milliseconds until the earliest of libcurl's timer, a due retry, a tick. */
-static int wait_ms(const struct op_relay *r, int64_t next_retry)
+/* Milliseconds until the earliest of a host's timer and a tick. */
+static int wait_ms(int64_t next)
 {
     int64_t now = k8s_mono_ns(), until = now + POLL_MS * K8S_NSEC_PER_MSEC;
-    if (r->timer_at && r->timer_at < until)
-        until = r->timer_at;
-    if (next_retry && next_retry < until)
-        until = next_retry;
+    if (next && next < until)
+        until = next;
     int64_t ms = (until - now + K8S_NSEC_PER_MSEC - 1) / K8S_NSEC_PER_MSEC;
     return ms > 0 ? (int)ms : 0;
 }
@@ -596,10 +741,9 @@ static int64_t fire_ready(struct op_relay *r, int64_t now)
         b->fired = true;
         for (size_t i = 0; i < b->n; i++) {
             struct host *h = &b->hosts[i];
-            if (h->held && !h->finished) {
-                h->held = false;
-                k8s_curl.easy_pause(h->h, CURLPAUSE_CONT);
-            }
+            if (h->held && !h->finished && h->fd >= 0)
+                send_body(r, h);
+            h->held = false;
         }
     }
     return next;
@@ -615,31 +759,25 @@ static void *run(void *arg)
         if (stop) {
             while (r->active)
                 cancel_batch(r, r->active, "cancelled: the operator is stopping");
+            reap(r);
             return NULL;
         }
-        int64_t now = k8s_mono_ns(), next = due_retries(r, now), fire_at = fire_ready(r, now);
+        int64_t now = k8s_mono_ns(), next = timers(r, now), fire_at = fire_ready(r, now);
         if (fire_at && (!next || fire_at < next))
             next = fire_at;
-        int running = 0;
-        int n = epoll_wait(r->ep, evs, sizeof(evs) / sizeof(evs[0]), wait_ms(r, next));
+        reap(r);
+        int n = epoll_wait(r->ep, evs, sizeof(evs) / sizeof(evs[0]), wait_ms(next));
         for (int i = 0; i < n; i++) {
-            if (evs[i].data.fd == r->wake) {
-                uint64_t v;
-                if (read(r->wake, &v, sizeof(v)) < 0) {
-                    /* nothing pending after all */
-                }
+            if (evs[i].data.ptr) {
+                on_event(r, evs[i].data.ptr, evs[i].events);
                 continue;
             }
-            int what = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
-                       (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-                       (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-            k8s_curl.multi_socket_action(r->multi, evs[i].data.fd, what, &running);
+            uint64_t v;
+            if (read(r->wake, &v, sizeof(v)) < 0) {
+                /* nothing pending after all */
+            }
         }
-        if (r->timer_at && k8s_mono_ns() >= r->timer_at) {
-            r->timer_at = 0;
-            k8s_curl.multi_socket_action(r->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        }
-        drain_done(r);
+        reap(r);
     }
 }
 
@@ -647,24 +785,17 @@ static void *run(void *arg)
 
 int op_relay_new(struct op_relay **ret, struct k8s_error *reterr)
 {
-    int rc = k8s_curl_load(reterr);
-    if (rc < 0)
-        return rc;
     struct op_relay *r = calloc(1, sizeof(*r));
     if (!r)
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    int rc = 0;
     r->ep = epoll_create1(EPOLL_CLOEXEC);
     r->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    struct epoll_event ev = {.events = EPOLLIN, .data.fd = r->wake};
-    if (r->ep < 0 || r->wake < 0 || epoll_ctl(r->ep, EPOLL_CTL_ADD, r->wake, &ev) < 0 ||
-        !(r->multi = k8s_curl.multi_init())) {
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (r->ep < 0 || r->wake < 0 || epoll_ctl(r->ep, EPOLL_CTL_ADD, r->wake, &ev) < 0) {
         rc = k8s_error_set(reterr, -K8S_EIO, "cannot set up the relay's event loop");
         goto out_close;
     }
-    k8s_curl.multi_setopt(r->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    k8s_curl.multi_setopt(r->multi, CURLMOPT_SOCKETDATA, r);
-    k8s_curl.multi_setopt(r->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    k8s_curl.multi_setopt(r->multi, CURLMOPT_TIMERDATA, r);
     pthread_mutex_init(&r->lock, NULL);
     r->next_id = 1;
     if (pthread_create(&r->thread, NULL, run, r) != 0) {
@@ -675,8 +806,6 @@ int op_relay_new(struct op_relay **ret, struct k8s_error *reterr)
     *ret = r;
     return 0;
 out_close:
-    if (r->multi)
-        k8s_curl.multi_cleanup(r->multi);
     if (r->ep >= 0)
         close(r->ep);
     if (r->wake >= 0)
@@ -710,7 +839,6 @@ void op_relay_free(struct op_relay *r)
         r->cancels = c->next;
         free(c);
     }
-    k8s_curl.multi_cleanup(r->multi);
     close(r->ep);
     close(r->wake);
     pthread_mutex_destroy(&r->lock);

@@ -3,12 +3,12 @@
 # Usage: scripts/deps.sh test|run|bench|fuzz
 set -eu
 common="cmake make gcc pkg-config libc6-dev libmicrohttpd-dev libgnutls28-dev libssl-dev
- libcurl4-openssl-dev libjansson-dev libyaml-dev openssl curl ca-certificates python3"
+ libcurl4-openssl-dev libjansson-dev libyaml-dev libnghttp2-dev openssl curl ca-certificates python3"
 case "${1:-test}" in
   test)  pkgs="$common libcriterion-dev python3-grpcio python3-grpc-tools python3-jsonpatch
                python3-yaml clang-format python3-venv iproute2 util-linux" ;;
   run)   pkgs="$common" ;;
-  bench) pkgs="$common wrk nginx-light golang-go libnghttp2-dev" ;;
+  bench) pkgs="$common wrk nginx-light golang-go" ;;
   fuzz)  pkgs="$common clang libclang-rt-14-dev" ;;
   *) echo "deps.sh: unknown target $1" >&2; exit 2 ;;
 esac

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """Operator benchmark (DESIGN §6): one capture across 1,536 fake pods (the
-largest TPU v5p slice) with 10,000 pods in the cache.
+largest TPU v5p slice) with 10,000 realistic pods in the cache (bench_pods.py:
+~4.9 KiB of JSON each, managedFields, env, volumes, status conditions).
 
   dispatch  = arrival of the last Profile RPC at the profilers minus the
               moment the MLDiagnosticsConnection was created (target <= 1 s),
               measured at two peers in turn: h2farm (C) and profiler_farm.py
   spread    = last arrival minus first arrival (target <= 100 ms)
-  RSS       = the operator's VmRSS with 10,000 pods cached, after the capture
-              (and VmHWM, its peak) (target <= 32 MiB)
+  peak RSS  = the operator's VmHWM through the whole run: the list of 10,000
+              pods and every capture (target <= 32 MiB at every moment), with
+              the peak of each phase and the steady VmRSS beside it; then
+              relay_mem: op_relay alone, its RSS per in-flight RPC
 
 The fake API server runs in this process; the 1,536 profiler servers (one
 per 127.10.x.y) in other processes, so the measuring side shares no
@@ -15,7 +18,12 @@ interpreter lock with the serving side: first h2farm (C, nghttp2, one epoll
 thread), then profiler_farm.py (python3-grpcio, one process per core).
 
     operator_bench.py BIN_DIR [OUT_DIR]   (BENCH_OP_ROUNDS=3, BENCH_OP_PODS=10000,
-                                           BENCH_OP_TARGETS=1536, BENCH_OP_PEERS=c,python)"""
+                                           BENCH_OP_TARGETS=1536, BENCH_OP_PEERS=c,python,
+                                           BENCH_OP_WRAP="heaptrack -o FILE": a profiler
+                                           in front of the operator, whose figures then
+                                           include the profiler's; BENCH_OP_SMAPS=1: the
+                                           operator's /proc/PID/smaps once synced, into
+                                           OUT_DIR)"""
 import json
 import os
 import signal
@@ -30,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "fakes"))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from fake_apiserver import FakeApiServer  # noqa: E402
 from harness import free_port  # noqa: E402
+import bench_pods  # noqa: E402
 
 CONN = ("diagon.gke.io", "v1alpha1", "mldiagnosticsconnections")
 JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
@@ -44,31 +53,72 @@ def kib(pid, key):
     return 0
 
 
+class Memory:
+    """The operator's memory through the run, phase by phase: VmHWM is the peak since the
+    last reset (writing 5 to /proc/PID/clear_refs resets it to the current RSS), so the
+    run's peak is the largest of the phases' peaks; where the reset is refused, each
+    phase's figure is the peak so far, and the largest is still the run's."""
+
+    def __init__(self, pid):
+        self.pid, self.phases = pid, []
+
+    def mark(self, phase):
+        self.phases.append((phase, kib(self.pid, "VmHWM"), kib(self.pid, "VmRSS"),
+                            kib(self.pid, "RssAnon"), kib(self.pid, "RssFile")))
+        try:
+            with open("/proc/%d/clear_refs" % self.pid, "w") as f:
+                f.write("5")
+        except OSError:
+            pass
+
+    def peak(self, prefix=""):
+        return max((x[1] for x in self.phases if x[0].startswith(prefix)), default=0)
+
+
+def operator_pid(proc):
+    """The operator's own pid: proc's, or under BENCH_OP_WRAP the descendant running the
+    binary (heaptrack, valgrind and the like start it as a child)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        todo = [proc.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    argv0 = f.read().split(b"\0")[0]
+                with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                    todo += [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+            if argv0.endswith(b"/mldiagnostics-operator"):
+                return pid
+        time.sleep(0.05)
+    sys.exit("bench-operator: the operator did not start")
+
+
 def farm_ip(i):
     return "127.10.%d.%d" % (i // 250, i % 250 + 1)
 
 
 def populate(api, total, targets):
+    """total realistic pods (bench_pods: ~4.9 KiB each, as the API server serves them), the
+    first `targets` of them the JobSet's workers on the profilers' addresses; the mean size
+    of a pod's JSON in bytes."""
     api.create(("", "v1", "namespaces"), {"metadata": {"name": NS}})
     api.create(JOBSETS, {"metadata": {"name": "v5p"}, "spec": {}}, ns=NS)
+    size = 0
     for i in range(total):
         t = i < targets
         name = ("v5p-workers-0-%d" % i) if t else ("other-%d" % i)
-        labels = {"jobset.sigs.k8s.io/jobset-name": "v5p" if t else "other",
-                  "app": "train", "batch.kubernetes.io/job-name": "v5p-workers-0",
-                  "pod-template-hash": "7d9f8c6b5"}
-        pod = {"metadata": {"name": name, "labels": labels,
-                            "annotations": {"diagon.gke.io/injection": "0.1.0;abc123def456"}},
-               "spec": {"containers": [{"name": "jax", "image": "us-docker.pkg.dev/x/jax:1",
-                                        "ports": [{"containerPort": 9999}]}],
-                        "nodeName": "gke-node-%d" % (i // 4)}}
-        api.create("pods", pod, ns=NS)
         ip = farm_ip(i) if t else "10.%d.%d.%d" % (i // 65536, i // 256 % 256, i % 256)
-        api.patch("pods", name, {"status": {"phase": "Running", "podIP": ip}}, ns=NS,
-                  subresource="status")
+        pod = api.restore("pods", bench_pods.pod(i, name, "v5p" if t else "other", ip,
+                                                 "%s-%d" % (bench_pods.NODE_POOL, i // 4)), ns=NS)
+        if i % 97 == 0:
+            size += len(json.dumps(pod, separators=(",", ":")))
+    return size / len(range(0, total, 97))
 
 
-def one_round(api, farm_port, n, label, op_pid, tmp):
+def one_round(api, farm_port, n, label, tmp):
     name = "cap-%s" % label
     t0 = time.time_ns()
     api.create(CONN, {"apiVersion": "diagon.gke.io/v1alpha1", "kind": "MLDiagnosticsConnection",
@@ -122,23 +172,39 @@ def start_farms(peer, bin_dir, port, targets):
     return farms
 
 
-def run_peer(peer, bin_dir, api, rounds, targets, op_pid, tmp):
+def relay_alone(bin_dir, port, targets):
+    """relay_mem: op_relay by itself, the same RPCs to the same profilers, its resident
+    memory per in-flight RPC (None without the binary)."""
+    exe = os.path.join(bin_dir, "relay_mem")
+    if not os.access(exe, os.X_OK):
+        return None
+    out = subprocess.run([exe, str(port), str(targets)], capture_output=True, text=True,
+                         timeout=120)
+    if out.returncode != 0:
+        sys.exit("bench-operator: relay_mem failed: %s" % out.stderr)
+    return json.loads(out.stdout)
+
+
+def run_peer(peer, bin_dir, api, rounds, targets, mem, tmp):
     port = free_port()
     farms = start_farms(peer, bin_dir, port, targets)
-    results, reqs = [], []
+    results, reqs, relay = [], [], None
     try:
         for r in range(rounds):
-            t0, st = one_round(api, port, targets, "%s-%d" % (peer, r), op_pid, tmp)
+            t0, st = one_round(api, port, targets, "%s-%d" % (peer, r), tmp)
             results.append({"t0": t0, "status": st.get("phase"), "session": st.get("sessionId"),
                             "peer": peer})
             time.sleep(1.5)  # let every profiler release its lock
+            mem.mark("capture %s %d" % (peer, r + 1))
+        if peer == "c":
+            relay = relay_alone(bin_dir, port, targets)
     finally:
         for farm in farms:
             farm.stdin.write("dump\n")
             farm.stdin.flush()
             reqs += json.loads(farm.stdout.read() or "[]")
             farm.wait(60)
-    return results, reqs
+    return results, reqs, relay
 
 
 def main():
@@ -155,29 +221,37 @@ def main():
     kc = os.path.join(tmp, "kubeconfig")
     api.kubeconfig(kc)
     t = time.time()
-    populate(api, total, targets)
-    print("bench-operator: %d pods created in %.1f s" % (total, time.time() - t), flush=True)
+    pod_bytes = populate(api, total, targets)
+    print("bench-operator: %d pods of %.1f KiB created in %.1f s" % (
+        total, pod_bytes / 1024, time.time() - t), flush=True)
     hp = free_port()
     log = open(os.path.join(out_dir, "operator.log"), "w")
-    op = subprocess.Popen([os.path.join(bin_dir, "mldiagnostics-operator"), "--kubeconfig", kc,
-                           "--health-probe-bind-address", "127.0.0.1:%d" % hp,
-                           "--metrics-bind-address", "0", "-v", "2"], stdout=log,
+    wrap = os.environ.get("BENCH_OP_WRAP", "").split()  # e.g. heaptrack -o out/op.heaptrack
+    op = subprocess.Popen(wrap + [os.path.join(bin_dir, "mldiagnostics-operator"),
+                                  "--kubeconfig", kc,
+                                  "--health-probe-bind-address", "127.0.0.1:%d" % hp,
+                                  "--metrics-bind-address", "0", "-v", "2"], stdout=log,
                           stderr=subprocess.STDOUT)
     peers = [p for p in os.environ.get("BENCH_OP_PEERS", "c,python").split(",")
              if p != "c" or os.access(os.path.join(bin_dir, "h2farm"), os.X_OK)]
-    results, reqs = {p: [] for p in peers}, []
+    results, reqs, relay = {p: [] for p in peers}, [], None
     try:
         wait_ready(hp)
-        synced_rss = kib(op.pid, "VmRSS")
+        pid = operator_pid(op)
+        mem = Memory(pid)
+        if os.environ.get("BENCH_OP_SMAPS"):
+            import shutil
+            shutil.copy("/proc/%d/smaps" % pid, os.path.join(out_dir, "operator-smaps-synced"))
+        mem.mark("sync")
         for peer in peers:
-            got, rq = run_peer(peer, bin_dir, api, rounds, targets, op.pid, tmp)
+            got, rq, rl = run_peer(peer, bin_dir, api, rounds, targets, mem, tmp)
             results[peer] = got
+            relay = rl or relay
             reqs += rq
-        rss = kib(op.pid, "VmRSS")
-        hwm = kib(op.pid, "VmHWM")
+        rss = kib(pid, "VmRSS")
     finally:
-        op.send_signal(signal.SIGTERM)
-        op.wait(30)
+        os.kill(operator_pid(op), signal.SIGTERM)
+        op.wait(60)
         api.stop()
     sent = {}  # session → (first, last) request sent, from the operator's log
     with open(os.path.join(out_dir, "operator.log")) as f:
@@ -252,11 +326,21 @@ def main():
     ] + ["| %s: last arrival / arrival spread / start spread | %.0f / %.1f / %.1f ms | - | info |"
          % (name[p], med[p]["dispatch_ms"], med[p]["spread_ms"], med[p]["start_spread_ms"])
          for p in med if p != main_peer] + [
-        "| RSS with %d pods cached (after the captures) | %.1f MiB | ≤ 32 MiB | %s |" % (
-            total, rss / 1024, verdict(rss <= 32 * 1024)),
-        "| peak RSS (VmHWM) | %.1f MiB | - | info |" % (hwm / 1024),
-        "| RSS right after the caches synced | %.1f MiB | - | info |" % (synced_rss / 1024),
-    ]
+        "| **peak RSS (VmHWM) through the whole run, sync and captures** | %.1f MiB "
+        "| ≤ 32 MiB | %s |" % (mem.peak() / 1024, verdict(mem.peak() <= 32 * 1024)),
+        "| peak while the caches synced (%d pods of %.1f KiB listed) | %.1f MiB | - | info |" % (
+            total, pod_bytes / 1024, mem.peak("sync") / 1024),
+        "| peak during a %d-host capture (largest round) | %.1f MiB | - | info |" % (
+            targets, mem.peak("capture") / 1024),
+        "| steady RSS with %d pods cached, right after the sync | %.1f MiB | - | info |" % (
+            total, mem.phases[0][2] / 1024),
+        "| steady RSS after the captures | %.1f MiB | - | info |" % (rss / 1024),
+    ] + ["| %s: peak / RSS after (anonymous + files) | %.1f / %.1f (%.1f + %.1f) MiB | - | info |"
+         % (p, h / 1024, r / 1024, a / 1024, f / 1024) for p, h, r, a, f in mem.phases] + [
+        "| op_relay alone (relay_mem): %d RPCs in flight, %d OK | %.2f KiB per RPC "
+        "(%.1f MiB) | - | info |" % (relay["rpcs"], relay["ok"], relay["per_rpc_kib"],
+                                     (relay["peak_kib"] - relay["base_kib"]) / 1024)
+        for relay in [relay] if relay]
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out_dir, "operator-report.md"), "w") as f:
         f.write(text)

@@ -2217,6 +2217,23 @@ class FakeApiServer:
         route.name = None
         return fast_copy(self._ops.create(route, obj))
 
+    def restore(self, what, obj, ns=None):
+        """Store obj as it is, as a cluster's etcd holds it after its writers' updates: status
+        and managedFields kept (writes through the API drop managedFields, which this fake
+        does not track). One ADDED event; the namespace, uid and creationTimestamp are set
+        when missing. For benchmarks and fixtures taken from real clusters."""
+        route = self._route(what, ns or meta_of(obj).get("namespace"))
+        obj = fast_copy(obj)
+        meta = obj.setdefault("metadata", {})
+        if route.res.namespaced:
+            meta["namespace"] = route.namespace
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", rfc3339(self.clock()))
+        with self._store.lock:
+            if self._store.get(route.res, meta.get("namespace"), meta["name"]) is not None:
+                raise already_exists(route.res, meta["name"])
+            return fast_copy(self._store.commit(route.res, ADDED, obj, None))
+
     def get(self, what, name=None, ns=None):
         return fast_copy(self._ops.get(self._route(what, ns, name)))
 

@@ -392,6 +392,30 @@ class CrudTest(ApiTestCase):
         with self.assertRaises(ApiError):
             api.get("pods", "h")
 
+    def test_restore_keeps_status_and_managed_fields(self):
+        """restore() stores an object as a real cluster serves it (the operator bench's pods):
+        managedFields and status kept, where create drops them; one ADDED event."""
+        w = self.watch(PODS + "?watch=1&resourceVersion=%s" % self.api.resource_version)
+        managed = [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:phase": {}}},
+                    "subresource": "status"}]
+        obj = dict(pod("r"), status={"phase": "Running", "podIP": "10.0.0.7"})
+        obj["metadata"]["managedFields"] = managed
+        stored = self.api.restore("pods", obj, ns="default")
+        self.assertEqual(stored["metadata"]["managedFields"], managed)
+        self.assertEqual(stored["metadata"]["namespace"], "default")
+        self.assertEqual(stored["metadata"]["creationTimestamp"], "2025-01-02T03:04:05Z")
+        got = self.req("GET", PODS + "/r").doc
+        self.assertEqual(got, stored)
+        self.assertEqual(got["status"]["podIP"], "10.0.0.7")
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in w.events(1)],
+                         [("ADDED", "r")])
+        with self.assertRaises(ApiError) as cm_:
+            self.api.restore("pods", obj, ns="default")
+        self.assertEqual(cm_.exception.code, 409)
+        self.assertEqual(self.api.create("pods", pod("c"), ns="default")["metadata"].get(
+            "managedFields"), None, "create still drops them")
+
     def test_discovery(self):
         doc = self.req("GET", "/apis/jobset.x-k8s.io/v1alpha2").doc
         self.assertEqual(doc["kind"], "APIResourceList")

@@ -130,6 +130,29 @@ Test(k8s_buf, reset_keeps_memory)
     cr_expect_str_eq(k8s_buf_str(&b), "");
 }
 
+Test(k8s_buf, consume_keeps_the_rest_and_frees_when_empty)
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 100);
+    cr_assert_eq(k8s_buf_appends(&b, "frame-1|frame-2"), 0);
+    k8s_buf_consume(&b, 8);
+    cr_expect_str_eq(k8s_buf_str(&b), "frame-2");
+    cr_expect_eq(b.len, 7);
+    cr_assert_eq(k8s_buf_appends(&b, "+"), 0); /* still appendable */
+    cr_expect_str_eq(k8s_buf_str(&b), "frame-2+");
+    k8s_buf_consume(&b, 0);
+    cr_expect_eq(b.len, 8);
+    k8s_buf_consume(&b, 8); /* all of it: the memory goes too */
+    cr_expect_null(b.data);
+    cr_expect_eq(b.len, 0);
+    cr_expect_eq(b.alloc, 0);
+    k8s_buf_consume(&b, 5); /* empty: a no-op */
+    cr_expect_null(b.data);
+    cr_assert_eq(k8s_buf_appends(&b, "abc"), 0);
+    k8s_buf_consume(&b, 99); /* more than there is */
+    cr_expect_null(b.data);
+}
+
 Test(k8s_buf, take_hands_out_and_resets)
 {
     struct k8s_buf b;
