@@ -7,18 +7,14 @@
 
 #include "k8s_log.h"
 #include "k8s_time.h"
-#include "op_event.h"
 #include "op_holds.h"
 #include "op_proto.h"
-#include "op_spec.h"
 #include "op_status.h"
 
 #define SEC            K8S_NSEC_PER_SEC
-#define WAIT_RECHECK   (5 * SEC)
-#define BUSY_RECHECK   (2 * SEC)
-#define CACHE_RECHECK  (SEC / 5)
-#define LIST_MAX       20 /* pods named in one message */
 #define CONFLICT_TRIES 3
+#define ROUNDS_MAX     6 /* plans asking a question or to go on, per reconcile */
+#define N_CODES        (OP_GRPC_UNAUTHENTICATED + 1)
 
 /* What this process knows about one resource beyond its status. */
 struct run {
@@ -41,8 +37,8 @@ struct run {
 };
 
 struct metrics {
-    struct k8s_metric *succeeded, *failed, *invalid, *interrupted, *duration, *rpc;
-    struct k8s_metric *rpc_code[17];
+    struct k8s_metric *outcome[OP_OUT_INTERRUPTED + 1], *duration, *rpc;
+    struct k8s_metric *rpc_code[N_CODES];
 };
 
 struct op_capture {
@@ -65,15 +61,18 @@ static struct run *run_find(struct op_capture *c, const char *key)
     return NULL;
 }
 
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
 /* Free the pod and result arrays; the holds stay as they are. */
 static void run_clear(struct run *r)
 {
-    for (size_t i = 0; i < r->n; i++) {
-        free(r->pods[i]);
-        free(r->files ? r->files[i] : NULL);
-    }
-    free(r->pods);
-    free(r->files);
+    free_list(r->pods, r->n);
+    free_list(r->files, r->files ? r->n : 0);
     free(r->results);
     r->pods = r->files = NULL;
     r->results = NULL;
@@ -115,69 +114,67 @@ static struct run *run_new(struct op_capture *c, const char *key, const char *ui
     return r;
 }
 
-/* ---------- small helpers ---------- */
-
-static bool split_key(const char *key, char *ns, size_t nscap, char *name, size_t namecap)
+static struct run *run_get(struct op_capture *c, const char *key, const char *uid)
 {
-    const char *slash = strchr(key, '/');
-    if (!slash || (size_t)(slash - key) >= nscap || strlen(slash + 1) >= namecap)
-        return false;
-    memcpy(ns, key, (size_t)(slash - key));
-    ns[slash - key] = '\0';
-    strcpy(name, slash + 1);
-    return true;
+    pthread_mutex_lock(&c->lock);
+    struct run *r = run_find(c, key);
+    if (!r)
+        r = run_new(c, key, uid);
+    pthread_mutex_unlock(&c->lock);
+    return r;
 }
 
-void op_session_id(time_t start, char out[static 20])
+/* Drop or cancel what we hold for key (the resource is gone or was
+ * replaced by another of the same name). */
+static void run_forget(struct op_capture *c, const char *key, const char *reason)
 {
-    struct tm tm;
-    gmtime_r(&start, &tm);
-    strftime(out, 20, "%Y_%m_%d_%H_%M_%S", &tm);
+    pthread_mutex_lock(&c->lock);
+    struct run *r = run_find(c, key);
+    if (r && r->live) {
+        r->discard = true;
+        c->d.api.cancel(c->d.api.ud, r->batch, reason);
+        /* the relay's callback drops it; a re-created resource gets a new run */
+        r->key[0] = '\0';
+    } else if (r) {
+        run_drop(c, r);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
-static json_int_t generation(const json_t *obj)
+/* The plan's input: the record of key, as a view (lock held). A worker
+ * reconciles a key alone, and the relay touches a run only while live,
+ * so the arrays stay put while the plan reads them. */
+static struct op_run_view run_view(const struct run *r)
 {
-    return json_integer_value(json_object_get(json_object_get(obj, "metadata"), "generation"));
+    if (!r)
+        return (struct op_run_view){0};
+    enum op_run_state st = r->live          ? OP_RUN_LIVE
+                           : !r->finished   ? OP_RUN_NONE
+                           : r->interrupted ? OP_RUN_INTERRUPTED
+                                            : OP_RUN_FINISHED;
+    return (struct op_run_view){st,   r->uid,     r->results, r->pods,    r->files,
+                                r->n, r->attempt, r->session, r->location};
 }
 
-static json_t *status_copy(const json_t *obj)
+/* ---------- applying a plan ---------- */
+
+static int64_t now_ns(const struct op_capture *c)
 {
-    const json_t *st = json_object_get(obj, "status");
-    json_t *s = json_is_object(st) ? json_deep_copy(st) : json_object();
-    return s ? s : json_object();
+    return c->d.now_ns ? c->d.now_ns() : k8s_real_ns();
 }
 
-static void event(struct op_capture *c, const json_t *obj, const char *type, const char *reason,
-                  const char *msg)
-{
-    struct op_event_ref ref = op_event_ref_of(obj, OP_GROUP_VERSION, OP_KIND);
-    struct k8s_error err;
-    if (op_event_post(c->d.client, &ref, type, reason, msg, c->d.cfg->identity, &err) < 0)
-        k8s_log_json(K8S_LOG_WARN, "cannot post an event",
-                     json_pack("{s:s, s:s, s:s}", "resource", ref.name ? ref.name : "", "reason",
-                               reason, "error", err.message));
-}
-
-static void log_transition(const char *key, const char *phase, const char *msg)
-{
-    k8s_log_json(K8S_LOG_INFO, "capture",
-                 json_pack("{s:s, s:s, s:s}", "resource", key, "phase", phase, "message", msg));
-}
-
-/* Write status; on success remember the new resourceVersion in run (if
- * any) and return the server's object in *ret (may be NULL). */
+/* Write status; on success remember the new resourceVersion and return
+ * the server's object in *ret (may be NULL). */
 static int put_status(struct op_capture *c, const json_t *obj, json_t *status, const char *key,
                       json_t **ret, struct k8s_error *err)
 {
     json_t *done = NULL;
-    int r = op_status_put(c->d.client, obj, status, &done, err);
+    int r = c->d.api.put_status(c->d.api.ud, obj, status, &done, err);
     if (r < 0)
         return r;
     const char *rv = op_str2(done, "metadata", "resourceVersion");
+    struct run *run = run_get(c, key, op_str2(done, "metadata", "uid"));
     pthread_mutex_lock(&c->lock);
-    struct run *run = run_find(c, key);
-    if (!run)
-        run = run_new(c, key, op_str2(done, "metadata", "uid"));
     if (run && rv)
         snprintf(run->written_rv, sizeof(run->written_rv), "%s", rv);
     pthread_mutex_unlock(&c->lock);
@@ -188,209 +185,38 @@ static int put_status(struct op_capture *c, const json_t *obj, json_t *status, c
     return 0;
 }
 
-/* ---------- terminal outcomes ---------- */
-
-static int fail_now(struct op_capture *c, const json_t *obj, const char *key, const char *reason,
-                    const char *msg, struct k8s_error *err)
+static void observe(struct op_capture *c, const char *key)
 {
-    time_t now = time(NULL);
-    char when[21];
-    k8s_time_rfc3339(now, when);
-    json_t *st = status_copy(obj);
-    json_object_set_new(st, "phase", json_string("Failed"));
-    json_object_set_new(st, "message", json_string(msg));
-    json_object_set_new(st, "completionTime", json_string(when));
-    json_object_set_new(st, "observedGeneration", json_integer(generation(obj)));
-    json_object_set_new(st, "captureResult",
-                        json_pack("{s:s, s:s}", "status", "Failed", "errorMessage", msg));
-    if (!strcmp(reason, "InvalidSpec"))
-        op_condition_set(st, "Valid", "False", reason, msg, generation(obj), now);
-    op_condition_set(st, "Complete", "True", "Failed", msg, generation(obj), now);
-    int r = put_status(c, obj, st, key, NULL, err);
-    if (r < 0)
-        return r;
-    k8s_metric_add(!strcmp(reason, "InvalidSpec") ? c->m.invalid : c->m.failed, 1);
-    log_transition(key, "Failed", msg);
-    event(c, obj, "Warning", reason, msg);
-    return 0;
-}
-
-/* "pod a: INTERNAL: Another profiling session active.; pod b: ..." */
-static void failure_list(const struct run *r, char *out, size_t cap, size_t *ret_failed)
-{
-    size_t failed = 0, n = 0;
-    out[0] = '\0';
-    for (size_t i = 0; i < r->n; i++) {
-        const struct op_host_result *h = &r->results[i];
-        if (h->code == OP_GRPC_OK)
-            continue;
-        if (failed++ < LIST_MAX && n < cap)
-            n += (size_t)snprintf(out + n, cap - n, "%spod %s: %s%s%s", failed > 1 ? "; " : "",
-                                  strchr(r->pods[i], '/') + 1, op_grpc_code_name(h->code),
-                                  h->message[0] ? ": " : "", h->message);
-    }
-    if (failed > LIST_MAX && n < cap)
-        snprintf(out + n, cap - n, "; and %zu more", failed - LIST_MAX);
-    *ret_failed = failed;
-}
-
-static json_t *hosts_json(const struct run *r, const char *phase_override)
-{
-    json_t *hosts = json_array();
-    for (size_t i = 0; hosts && i < r->n; i++) {
-        const struct op_host_result *h = r->results ? &r->results[i] : NULL;
-        const char *phase = phase_override          ? phase_override
-                            : h->code == OP_GRPC_OK ? "Succeeded"
-                                                    : "Failed";
-        json_t *o = json_pack("{s:s, s:s}", "pod", strchr(r->pods[i], '/') + 1, "phase", phase);
-        if (o && h && !phase_override && h->code == OP_GRPC_OK)
-            json_object_set_new(o, "outputFile", json_string(r->files[i]));
-        if (o && h && !phase_override && h->code != OP_GRPC_OK) {
-            char e[400];
-            snprintf(e, sizeof(e), "%s%s%s", op_grpc_code_name(h->code), h->message[0] ? ": " : "",
-                     h->message);
-            json_object_set_new(o, "error", json_string(e));
-        }
-        json_array_append_new(hosts, o);
-    }
-    return hosts;
-}
-
-static void observe(struct op_capture *c, const struct run *r)
-{
-    for (size_t i = 0; i < r->n; i++) {
+    pthread_mutex_lock(&c->lock);
+    const struct run *r = run_find(c, key);
+    for (size_t i = 0; r && i < r->n && r->results; i++) {
         const struct op_host_result *h = &r->results[i];
         k8s_metric_observe_ns(c->m.rpc, h->done_ns - h->sent_ns);
-        if (h->code >= 0 && h->code <= 16)
+        if (h->code >= 0 && h->code < N_CODES)
             k8s_metric_add(c->m.rpc_code[h->code], 1);
     }
+    pthread_mutex_unlock(&c->lock);
 }
 
-/* Results are in: write Succeeded or Failed. */
-static int finish(struct op_capture *c, struct run *run, const json_t *obj, const char *key,
-                  struct k8s_error *err)
+/* What follows a successful write: metrics, the log line, the Event. */
+static void tell(struct op_capture *c, const struct op_plan *p, const json_t *obj, const char *key)
 {
-    char failures[4096], msg[1400], when[21];
-    const char *where = run->location;
-    size_t failed;
-    time_t now = time(NULL);
-    failure_list(run, failures, sizeof(failures), &failed);
-    bool ok = failed == 0;
-    if (ok)
-        snprintf(msg, sizeof(msg), "captured %zu host%s into %s", run->n, run->n > 1 ? "s" : "",
-                 where);
+    if (p->observe_rpcs)
+        observe(c, key);
+    if (p->duration_ns >= 0)
+        k8s_metric_observe_ns(c->m.duration, p->duration_ns);
+    k8s_metric_add(c->m.outcome[p->outcome], 1);
+    json_t *line = p->log ? json_pack("{s:s}", "resource", key) : NULL;
+    if (line && json_object_update(line, p->log) == 0)
+        k8s_log_json(K8S_LOG_INFO, "capture", line);
     else
-        snprintf(msg, sizeof(msg), "%zu of %zu host%s failed", failed, run->n,
-                 run->n > 1 ? "s" : "");
-    k8s_time_rfc3339(now, when);
-    json_t *st = status_copy(obj);
-    json_object_set_new(st, "phase", json_string(ok ? "Succeeded" : "Failed"));
-    json_object_set_new(st, "message", json_string(msg));
-    json_object_set_new(st, "completionTime", json_string(when));
-    json_object_set_new(st, "observedGeneration", json_integer(generation(obj)));
-    json_object_set_new(st, "hosts", hosts_json(run, NULL));
-    json_t *res =
-        json_pack("{s:s, s:s}", "status", ok ? "Succeeded" : "Failed", "outputLocation", where);
-    if (res && !ok)
-        json_object_set_new(res, "errorMessage", json_string(failures));
-    json_object_set_new(st, "captureResult", res);
-    op_condition_set(st, "Complete", "True", ok ? "Succeeded" : "Failed", ok ? msg : failures,
-                     generation(obj), now);
-    int r = put_status(c, obj, st, key, NULL, err);
-    if (r < 0)
-        return r;
-    observe(c, run);
-    time_t started = 0;
-    const char *st_time = op_str2(obj, "status", "startTime");
-    if (st_time && k8s_time_parse_rfc3339(st_time, &started) == 0)
-        k8s_metric_observe_ns(c->m.duration, (int64_t)(now - started) * SEC);
-    k8s_metric_add(ok ? c->m.succeeded : c->m.failed, 1);
-    int64_t first = 0, last = 0; /* when the requests left, for the log */
-    for (size_t i = 0; i < run->n; i++) {
-        int64_t w = run->results[i].wire_ns;
-        if (w && (!first || w < first))
-            first = w;
-        if (w > last)
-            last = w;
-    }
-    k8s_log_json(K8S_LOG_INFO, "capture",
-                 json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "resource", key, "phase",
-                           ok ? "Succeeded" : "Failed", "message", ok ? msg : failures, "hosts",
-                           (json_int_t)run->n, "firstSentNs", (json_int_t)first, "lastSentNs",
-                           (json_int_t)last));
-    event(c, obj, ok ? "Normal" : "Warning", ok ? "Succeeded" : "Failed", ok ? msg : failures);
-    pthread_mutex_lock(&c->lock);
-    run_release(c, run); /* keep written_rv: a stale cache is read through */
-    pthread_mutex_unlock(&c->lock);
-    return 0;
-}
-
-/* Shutdown cancelled the RPCs: keep Running, say so, let the next leader
- * resume. */
-static int record_interrupted(struct op_capture *c, struct run *run, const json_t *obj,
-                              const char *key, struct k8s_error *err)
-{
-    char msg[400];
-    int max = (int)c->d.cfg->capture_max_retries + 1;
-    snprintf(msg, sizeof(msg),
-             "interrupted: the operator shut down during attempt %d of %d (session %s); "
-             "the next leader resumes it",
-             run->attempt, max, run->session);
-    json_t *st = status_copy(obj);
-    json_object_set_new(st, "message", json_string(msg));
-    json_object_set_new(st, "hosts", hosts_json(run, "Interrupted"));
-    op_condition_set(st, "Complete", "False", "Interrupted", msg, generation(obj), time(NULL));
-    int r = put_status(c, obj, st, key, NULL, err);
-    if (r < 0)
-        return r;
-    pthread_mutex_lock(&c->lock);
-    run_release(c, run);
-    pthread_mutex_unlock(&c->lock);
-    k8s_metric_add(c->m.interrupted, 1);
-    log_transition(key, "Running", msg);
-    event(c, obj, "Warning", "Interrupted", msg);
-    return 0;
-}
-
-/* ---------- dispatch ---------- */
-
-static void free_list(char **v, size_t n)
-{
-    for (size_t i = 0; v && i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-/* Claim the targets for run (op_holds: the check and the taking are one
- * step, so of two workers deciding at once one wins); false with *why,
- * naming the pod and the capture holding it, when one is busy. */
-static bool claim(struct op_capture *c, struct run *run, const struct op_spec *s,
-                  const struct op_targets *t, const char *storage_root, char *why, size_t cap)
-{
-    char **pods = calloc(t->n, sizeof(*pods)), **files = calloc(t->n, sizeof(*files));
-    bool ok = pods && files;
-    for (size_t i = 0; ok && i < t->n; i++) {
-        char host[320], file[320];
-        struct op_relay_target rt = {.pod = t->v[i].pod, .ip = t->v[i].ip};
-        op_relay_host_name(&rt, s->port, !c->d.cfg->disable_hostname_override, host, sizeof(host));
-        op_relay_file_stem(host, file, sizeof(file));
-        ok = asprintf(&pods[i], "%s/%s", s->pod_namespace, t->v[i].pod) > 0 &&
-             asprintf(&files[i], "%s/%s.xplane.pb", storage_root, file) > 0;
-    }
-    struct k8s_error e = {0};
-    if (ok && op_holds_claim(c->holds, run, run->key, pods, t->n, &e) == 0) {
-        pthread_mutex_lock(&c->lock);
-        run_clear(run); /* what it held before is now pods[] */
-        run->pods = pods;
-        run->files = files;
-        run->n = t->n;
-        pthread_mutex_unlock(&c->lock);
-        return true;
-    }
-    snprintf(why, cap, "%s", ok ? e.message : "out of memory");
-    free_list(pods, t->n);
-    free_list(files, t->n);
-    return false;
+        json_decref(line);
+    struct k8s_error err;
+    if (p->event_type &&
+        c->d.api.event(c->d.api.ud, obj, p->event_type, p->event_reason, p->event_msg, &err) < 0)
+        k8s_log_json(K8S_LOG_WARN, "cannot post an event",
+                     json_pack("{s:s, s:s, s:s}", "resource", key, "reason", p->event_reason,
+                               "error", err.message));
 }
 
 static void on_batch_done(void *ud, uint64_t id, const struct op_host_result *results, size_t n)
@@ -418,273 +244,189 @@ static void on_batch_done(void *ud, uint64_t id, const struct op_host_result *re
     free(requeue);
 }
 
-struct dispatch {
-    const json_t *obj;
-    const char *key;
-    const struct op_spec *spec;
-    const struct op_targets *t;
-    int attempt;
-    const char *session; /* NULL: a new one from the start time */
-};
-
-static json_t *running_status(struct op_capture *c, const struct dispatch *x, struct run *run,
-                              time_t now)
+/* Claim the plan's pods for run (op_holds: the check and the taking are
+ * one step, so of two workers deciding at once one wins). On a conflict
+ * *busy names the pod and the capture holding it. */
+static int claim(struct op_capture *c, struct run *run, struct op_plan_dispatch *d, char *busy,
+                 size_t cap)
 {
-    char when[21], msg[400];
-    int max = (int)c->d.cfg->capture_max_retries + 1;
-    k8s_time_rfc3339(now, when);
-    snprintf(msg, sizeof(msg), "capturing %zu host%s for %llds (session %s, attempt %d of %d)",
-             x->t->n, x->t->n > 1 ? "s" : "", (long long)x->spec->duration_s, run->session,
-             x->attempt, max);
-    json_t *st = status_copy(x->obj);
-    json_object_set_new(st, "phase", json_string("Running"));
-    json_object_set_new(st, "message", json_string(msg));
-    if (!json_is_string(json_object_get(st, "startTime")))
-        json_object_set_new(st, "startTime", json_string(when));
-    json_object_set_new(st, "sessionId", json_string(run->session));
-    json_object_set_new(st, "attempts", json_integer(x->attempt));
-    json_object_set_new(st, "observedGeneration", json_integer(generation(x->obj)));
-    json_object_set_new(st, "hosts", hosts_json(run, "Running"));
-    json_object_del(st, "captureResult");
-    json_object_del(st, "completionTime");
-    op_condition_set(st, "Valid", "True", "Valid", "the spec is valid", generation(x->obj), now);
-    op_condition_set(st, "TargetsReady", "True", "Ready", "every target pod is Running",
-                     generation(x->obj), now);
-    op_condition_set(st, "Complete", "False", "InProgress", msg, generation(x->obj), now);
-    return st;
+    struct k8s_error e = {0};
+    int r = op_holds_claim(c->holds, run, run->key, d->pods, d->n, &e);
+    if (r < 0) {
+        snprintf(busy, cap, "%s", e.message);
+        return r;
+    }
+    pthread_mutex_lock(&c->lock);
+    run_clear(run); /* what it held before is now the plan's pods */
+    run->pods = d->pods;
+    run->files = d->files;
+    run->n = d->n;
+    d->pods = d->files = NULL;
+    d->n = 0;
+    snprintf(run->session, sizeof(run->session), "%s", d->session);
+    snprintf(run->location, sizeof(run->location), "%s", d->location);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
 }
 
-static int submit(struct op_capture *c, const struct dispatch *x, struct run *run, const char *root,
-                  int64_t start_ns, struct k8s_error *err)
+/* The pods are ours: write Running, then send the RPCs. */
+static int send(struct op_capture *c, struct op_plan *p, const json_t *obj, const char *key,
+                struct run *run, struct k8s_error *err)
 {
-    struct op_relay_target *tg = calloc(x->t->n, sizeof(*tg));
-    if (!tg)
-        return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
-    for (size_t i = 0; i < x->t->n; i++)
-        tg[i] = (struct op_relay_target){x->t->v[i].pod, x->t->v[i].ip};
-    int64_t dur_ms = x->spec->duration_s * 1000, delay_ms = op_start_delay_ms(x->t->n);
-    int64_t deadline = (dur_ms * 2 > 60000 ? dur_ms * 2 : 60000) + delay_ms;
-    int64_t ceiling = c->d.cfg->sidecar_timeout_ns / K8S_NSEC_PER_MSEC;
-    struct op_batch_spec b = {
-        .targets = tg,
-        .n = x->t->n,
-        .port = x->spec->port,
-        .duration_ms = (uint64_t)dur_ms,
-        .start_timestamp_ns = (uint64_t)start_ns,
-        .repository_root = root,
-        .session_id = run->session,
-        .host_name_override = !c->d.cfg->disable_hostname_override,
-        .deadline_ms = deadline < ceiling ? deadline : ceiling,
-        .max_retries = (int)c->d.cfg->capture_max_retries,
-    };
-    pthread_mutex_lock(&c->lock);
-    int r = op_relay_submit(c->d.relay, &b, on_batch_done, c, &run->batch);
+    struct op_plan_dispatch *d = p->dispatch;
+    json_t *st = p->status;
+    p->status = NULL;
+    int r = put_status(c, obj, st, key, NULL, err);
     if (r == 0) {
-        run->live = true;
-        run->attempt = x->attempt;
-        run->expected_end_mono = k8s_mono_ns() + (delay_ms + dur_ms + 2000) * K8S_NSEC_PER_MSEC;
+        pthread_mutex_lock(&c->lock);
+        r = c->d.api.submit(c->d.api.ud, &d->batch, on_batch_done, c, &run->batch);
+        if (r == 0) {
+            run->live = true;
+            run->attempt = d->attempt;
+            run->expected_end_mono = k8s_mono_ns() + d->expected_ns;
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (r < 0)
+            k8s_error_set(err, r, "cannot queue the RPCs");
     }
-    pthread_mutex_unlock(&c->lock);
-    free(tg);
-    return r < 0 ? k8s_error_set(err, r, "cannot queue the RPCs") : 0;
-}
-
-/* Write Running, then send the RPCs. */
-static enum op_result dispatch(struct op_capture *c, const struct dispatch *x, int64_t *after,
-                               char *why, size_t whycap, struct k8s_error *err)
-{
-    pthread_mutex_lock(&c->lock);
-    struct run *run = run_find(c, x->key);
-    if (!run)
-        run = run_new(c, x->key, op_str2(x->obj, "metadata", "uid"));
-    pthread_mutex_unlock(&c->lock);
-    if (!run)
-        return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
-    int64_t now_ns = k8s_real_ns(),
-            start_ns = now_ns + op_start_delay_ms(x->t->n) * K8S_NSEC_PER_MSEC;
-    if (x->session)
-        snprintf(run->session, sizeof(run->session), "%s", x->session);
-    else
-        op_session_id((time_t)(start_ns / SEC), run->session);
-    char root[1100];
-    snprintf(root, sizeof(root), "%s/plugins/profile", x->spec->storage);
-    snprintf(run->location, sizeof(run->location), "%s/%s", root, run->session);
-    if (!claim(c, run, x->spec, x->t, run->location, why, whycap)) {
-        *after = BUSY_RECHECK;
-        return OP_REQUEUE_AFTER; /* the caller keeps the message in Pending */
-    }
-    json_t *st = running_status(c, x, run, (time_t)(now_ns / SEC));
-    int r = put_status(c, x->obj, st, x->key, NULL, err);
-    r = r ? r : submit(c, x, run, root, start_ns, err);
     if (r < 0) {
         pthread_mutex_lock(&c->lock);
-        if (x->session) /* still Running in status: it keeps its pods */
+        if (d->resumed) /* still Running in status: it keeps its pods */
             run_clear(run);
         else
             run_release(c, run);
         pthread_mutex_unlock(&c->lock);
-        return OP_RETRY;
-    }
-    char msg[300];
-    snprintf(msg, sizeof(msg), "%s %zu host%s, session %s, attempt %d",
-             x->attempt > 1 ? "resumed the capture on" : "capturing", x->t->n,
-             x->t->n > 1 ? "s" : "", run->session, x->attempt);
-    log_transition(x->key, "Running", msg);
-    event(c, x->obj, "Normal", x->attempt > 1 ? "Resumed" : "Started", msg);
-    return OP_DONE;
-}
-
-/* ---------- the phases ---------- */
-
-/* Pending with msg; *ret (when not NULL) gets the object as written, or a
- * new reference to obj when nothing changed. */
-static int write_pending(struct op_capture *c, const json_t *obj, const char *key, const char *msg,
-                         bool ready, json_t **ret, struct k8s_error *err)
-{
-    time_t now = time(NULL);
-    json_t *st = status_copy(obj);
-    const char *was = json_string_value(json_object_get(st, "message"));
-    const char *phase = json_string_value(json_object_get(st, "phase"));
-    bool was_pending = phase && !strcmp(phase, "Pending");
-    bool same = was && !strcmp(was, msg) && was_pending; /* was and phase die below */
-    json_object_set_new(st, "phase", json_string("Pending"));
-    json_object_set_new(st, "message", json_string(msg));
-    json_object_set_new(st, "observedGeneration", json_integer(generation(obj)));
-    op_condition_set(st, "Valid", "True", "Valid", "the spec is valid", generation(obj), now);
-    if (!ready)
-        op_condition_set(st, "TargetsReady", "False", "Waiting", msg, generation(obj), now);
-    op_condition_set(st, "Complete", "False", "Pending", msg, generation(obj), now);
-    if (same) { /* nothing new to say */
-        json_decref(st);
-        if (ret)
-            *ret = json_incref((json_t *)obj);
-        return 0;
-    }
-    int r = put_status(c, obj, st, key, ret, err);
-    if (r == 0 && !was_pending) {
-        log_transition(key, "Pending", msg);
-        event(c, obj, "Normal", "Pending", msg);
     }
     return r;
 }
 
-/* The cache said "not found": does the API server agree? A cache can lag a
- * pod or workload created just before the capture. */
-static bool confirmed_absent(struct op_capture *c, const struct op_targets *t)
+/* How a plan ended: with a result, or asking to decide again. */
+enum applied { APPLIED, DECIDE_AGAIN };
+
+struct answers {
+    char busy[700];
+    bool busy_set;
+    enum op_absent absent;
+    json_t *obj; /* the object as written, to go on from (owned) */
+};
+
+static enum applied apply_ask(struct op_capture *c, struct op_plan *p, const json_t *obj,
+                              const char *key, struct answers *a, enum op_result *res,
+                              struct k8s_error *err)
 {
-    for (size_t i = 0; i < t->n_absent; i++) {
-        json_t *o = NULL;
-        struct k8s_error err;
-        int r = k8s_get_json(c->d.client, t->absent[i], K8S_ACCEPT_META, 5000, &o, &err);
-        json_decref(o);
-        if (r != -K8S_ENOTFOUND)
-            return false;
+    if (p->ask == OP_ASK_CONFIRM) {
+        bool all = true;
+        for (size_t i = 0; all && i < p->n_confirm; i++)
+            all = c->d.api.absent(c->d.api.ud, p->confirm[i]);
+        a->absent = all ? OP_ABSENT_CONFIRMED : OP_ABSENT_FOUND;
+        return DECIDE_AGAIN;
     }
-    return true;
+    struct run *run = run_get(c, key, op_str2(obj, "metadata", "uid"));
+    if (!run) {
+        *res = OP_RETRY;
+        k8s_error_set(err, -K8S_ENOMEM, "out of memory");
+        return APPLIED;
+    }
+    if (claim(c, run, p->dispatch, a->busy, sizeof(a->busy)) < 0) {
+        a->busy_set = true;
+        return DECIDE_AGAIN;
+    }
+    if (send(c, p, obj, key, run, err) < 0) {
+        *res = OP_RETRY;
+        return APPLIED;
+    }
+    tell(c, p, obj, key);
+    return APPLIED;
 }
 
-static enum op_result pending(struct op_capture *c, const json_t *obj, const char *key,
-                              const struct op_spec *s, int64_t *after, struct k8s_error *err)
+static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t *obj,
+                          const char *key, struct answers *a, enum op_result *res,
+                          struct k8s_error *err)
 {
-    struct op_stores st = {0};
-    struct op_targets t;
-    c->d.stores(c->d.stores_ud, &st);
-    if (op_targets_resolve(s, &st, &t) < 0)
-        return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
+    *res = p->result;
+    if (p->result == OP_RETRY)
+        *err = p->err;
+    if (p->drop)
+        run_forget(c, key, p->cancel_reason);
+    if (p->forget) {
+        pthread_mutex_lock(&c->lock);
+        struct run *r = run_find(c, key);
+        if (r)
+            run_drop(c, r);
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (p->ask != OP_ASK_NONE)
+        return apply_ask(c, p, obj, key, a, res, err);
+    if (!p->status)
+        return APPLIED;
+    json_t *st = p->status, *written = NULL;
+    p->status = NULL;
+    if (put_status(c, obj, st, key, p->again ? &written : NULL, err) < 0) {
+        *res = OP_RETRY;
+        return APPLIED;
+    }
+    if (p->release) {
+        pthread_mutex_lock(&c->lock);
+        struct run *r = run_find(c, key);
+        if (r) /* keep written_rv: a stale cache is read through */
+            run_release(c, r);
+        pthread_mutex_unlock(&c->lock);
+    }
+    tell(c, p, obj, key);
+    if (!p->again)
+        return APPLIED;
+    *a = (struct answers){.obj = written};
+    return DECIDE_AGAIN;
+}
+
+/* Decide and apply until a plan ends with a result. */
+static enum op_result step(struct op_capture *c, const json_t *obj, const char *key, int64_t *after,
+                           struct k8s_error *err)
+{
+    struct answers a = {0};
     enum op_result res = OP_DONE;
-    int r = 0;
-    struct k8s_error verr;
-    if (t.state == OP_TARGETS_FAIL && !confirmed_absent(c, &t)) {
-        *after = CACHE_RECHECK; /* there after all: wait for the cache to catch up */
-        res = OP_REQUEUE_AFTER;
-    } else if (t.state == OP_TARGETS_FAIL) {
-        r = fail_now(c, obj, key, "TargetsNotFound", t.why, err);
-    } else if (t.state == OP_TARGETS_WAIT) {
-        time_t since = op_condition_since(json_object_get(obj, "status"), "TargetsReady", "False");
-        int64_t limit = c->d.cfg->pod_ready_timeout_ns / SEC;
-        if (since && time(NULL) - since >= limit) {
-            char msg[1200];
-            snprintf(msg, sizeof(msg), "target pods not ready after %llds: %s", (long long)limit,
-                     t.why);
-            r = fail_now(c, obj, key, "TargetsNotReady", msg, err);
-        } else {
-            r = write_pending(c, obj, key, t.why, false, NULL, err);
-            *after = WAIT_RECHECK < c->d.cfg->pod_ready_timeout_ns / 4
-                         ? WAIT_RECHECK
-                         : c->d.cfg->pod_ready_timeout_ns / 4;
-            res = OP_REQUEUE_AFTER;
-        }
-    } else if (op_spec_check_sidecar(s, t.n, c->d.cfg->sidecar_timeout_ns, &verr) < 0) {
-        r = fail_now(c, obj, key, "InvalidSpec", verr.message, err); /* more hosts, longer delay */
-    } else {
-        const struct dispatch x = {obj, key, s, &t, 1, NULL};
-        char busy[700] = "";
-        res = dispatch(c, &x, after, busy, sizeof(busy), err);
-        if (res == OP_REQUEUE_AFTER) /* pods busy: say so */
-            r = write_pending(c, obj, key, busy, true, NULL, err);
+    for (int round = 0; round < ROUNDS_MAX; round++) {
+        struct op_stores st = {0};
+        c->d.stores(c->d.stores_ud, &st);
+        struct op_plan_in in = {.obj = a.obj ? a.obj : obj,
+                                .cfg = c->d.cfg,
+                                .stores = &st,
+                                .now_ns = now_ns(c),
+                                .busy = a.busy_set ? a.busy : NULL,
+                                .absent = a.absent};
+        pthread_mutex_lock(&c->lock);
+        in.stopping = c->stopping;
+        in.run = run_view(run_find(c, key));
+        pthread_mutex_unlock(&c->lock);
+        struct op_plan p;
+        op_plan_decide(&in, &p);
+        json_t *held = a.obj;
+        a.obj = NULL;
+        enum applied how = apply(c, &p, in.obj, key, &a, &res, err);
+        if (a.obj == NULL && how == DECIDE_AGAIN)
+            a.obj = held; /* an answer about the same object */
+        else
+            json_decref(held);
+        *after = p.after_ns;
+        op_plan_done(&p);
+        if (how == APPLIED)
+            break;
     }
-    op_targets_done(&t);
-    return r < 0 ? OP_RETRY : res;
-}
-
-/* Running in the status, nothing in flight here: resume or give up. */
-static enum op_result resume(struct op_capture *c, const json_t *obj, const char *key,
-                             const struct op_spec *s, int64_t *after, struct k8s_error *err)
-{
-    const json_t *status = json_object_get(obj, "status");
-    json_int_t attempts = json_integer_value(json_object_get(status, "attempts"));
-    const char *session = json_string_value(json_object_get(status, "sessionId"));
-    const char *last = json_string_value(json_object_get(status, "message"));
-    if (attempts > c->d.cfg->capture_max_retries || !session || strlen(session) != 19) {
-        char msg[900];
-        snprintf(msg, sizeof(msg),
-                 "interrupted %lld time%s, no attempts left (--capture-max-"
-                 "retries=%lld); last: %s",
-                 (long long)attempts, attempts == 1 ? "" : "s",
-                 (long long)c->d.cfg->capture_max_retries, last ? last : "-");
-        return fail_now(c, obj, key, "Interrupted", msg, err) < 0 ? OP_RETRY : OP_DONE;
-    }
-    struct op_stores st = {0};
-    struct op_targets t;
-    c->d.stores(c->d.stores_ud, &st);
-    if (op_targets_resolve(s, &st, &t) < 0)
-        return k8s_error_set(err, -K8S_ENOMEM, "out of memory"), OP_RETRY;
-    enum op_result res;
-    struct k8s_error verr;
-    if (t.state != OP_TARGETS_READY) {
-        char msg[1200];
-        snprintf(msg, sizeof(msg), "cannot resume the interrupted capture: %s", t.why);
-        res = fail_now(c, obj, key, "TargetsNotReady", msg, err) < 0 ? OP_RETRY : OP_DONE;
-    } else if (op_spec_check_sidecar(s, t.n, c->d.cfg->sidecar_timeout_ns, &verr) < 0) {
-        res = fail_now(c, obj, key, "InvalidSpec", verr.message, err) < 0 ? OP_RETRY : OP_DONE;
-    } else {
-        const struct dispatch x = {obj, key, s, &t, (int)attempts + 1, session};
-        char busy[700];
-        res = dispatch(c, &x, after, busy, sizeof(busy), err);
-    }
-    op_targets_done(&t);
+    json_decref(a.obj);
     return res;
 }
 
 /* ---------- reconcile ---------- */
 
-/* Drop or cancel what we hold for key when the resource is gone or was
- * replaced by another of the same name (uid NULL: gone). */
-static void forget_other(struct op_capture *c, const char *key, const char *uid)
+static bool split_key(const char *key, char *ns, size_t nscap, char *name, size_t namecap)
 {
-    pthread_mutex_lock(&c->lock);
-    struct run *r = run_find(c, key);
-    if (r && (!uid || strcmp(r->uid, uid))) {
-        if (r->live) {
-            r->discard = true;
-            op_relay_cancel(c->d.relay, r->batch, "cancelled: the resource was deleted");
-            /* the relay's callback drops it; a re-created resource gets a new run */
-            r->key[0] = '\0';
-        } else {
-            run_drop(c, r);
-        }
-    }
-    pthread_mutex_unlock(&c->lock);
+    const char *slash = strchr(key, '/');
+    if (!slash || (size_t)(slash - key) >= nscap || strlen(slash + 1) >= namecap)
+        return false;
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = '\0';
+    strcpy(name, slash + 1);
+    return true;
 }
 
 /* The object to act on: the cache's, unless our last write is newer. */
@@ -700,7 +442,7 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
     if (stale) {
         k8s_store_release(obj);
         obj = NULL;
-        int rc = op_status_get(c->d.client, ns, name, &obj, err);
+        int rc = c->d.api.get(c->d.api.ud, ns, name, &obj, err);
         if (rc < 0 && rc != -K8S_ENOTFOUND)
             return rc;
     }
@@ -712,8 +454,7 @@ json_t *op_capture_trim(json_t *obj)
 {
     const char *phase = op_str2(obj, "status", "phase");
     json_t *st = json_object_get(obj, "status");
-    if (!phase || (strcmp(phase, "Succeeded") && strcmp(phase, "Failed")) ||
-        !json_object_get(st, "hosts"))
+    if (!op_phase_terminal(phase) || !json_object_get(st, "hosts"))
         return json_incref(obj);
     json_t *out = json_copy(obj), *slim = json_copy(st); /* shallow: children shared */
     if (!out || !slim || json_object_del(slim, "hosts") < 0 ||
@@ -722,54 +463,6 @@ json_t *op_capture_trim(json_t *obj)
         return NULL;
     }
     return out;
-}
-
-static enum op_result step(struct op_capture *c, const json_t *obj, const char *key, int64_t *after,
-                           struct k8s_error *err)
-{
-    const char *phase = op_str2(obj, "status", "phase");
-    pthread_mutex_lock(&c->lock);
-    struct run *run = run_find(c, key);
-    bool live = run && run->live, finished = run && run->finished;
-    pthread_mutex_unlock(&c->lock);
-    if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
-        if (run && !live && !finished) {
-            pthread_mutex_lock(&c->lock);
-            run_drop(c, run);
-            pthread_mutex_unlock(&c->lock);
-        }
-        return OP_DONE; /* terminal resources are not re-run */
-    }
-    if (live)
-        return OP_DONE;
-    if (finished)
-        return (run->interrupted ? record_interrupted(c, run, obj, key, err)
-                                 : finish(c, run, obj, key, err)) < 0
-                   ? OP_RETRY
-                   : OP_DONE;
-    if (c->stopping)
-        return OP_DONE;
-    struct op_spec s;
-    struct k8s_error verr;
-    struct op_spec_limits lim = {c->d.cfg->max_capture_duration_ns, c->d.cfg->allow_cross_namespace,
-                                 c->d.cfg->sidecar_timeout_ns};
-    if (op_spec_parse(obj, &lim, &s, &verr) < 0)
-        return fail_now(c, obj, key, "InvalidSpec", verr.message, err) < 0 ? OP_RETRY : OP_DONE;
-    enum op_result res = OP_DONE;
-    if (phase && !strcmp(phase, "Running"))
-        res = resume(c, obj, key, &s, after, err);
-    else if (phase && !strcmp(phase, "Pending"))
-        res = pending(c, obj, key, &s, after, err);
-    else {
-        json_t *now = NULL; /* go on from the object as written: the cache lags */
-        if (write_pending(c, obj, key, "validated; resolving the target pods", true, &now, err) < 0)
-            res = OP_RETRY;
-        else
-            res = pending(c, now, key, &s, after, err);
-        k8s_store_release(now); /* may be obj itself: the cache's */
-    }
-    op_spec_done(&s);
-    return res;
 }
 
 enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64_t *ret_after_ns,
@@ -781,16 +474,8 @@ enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64
         return OP_DONE;
     for (int attempt = 0;; attempt++) {
         json_t *obj = NULL;
-        int r = current(c, key, ns, name, attempt > 0, &obj, reterr);
-        if (r < 0)
+        if (current(c, key, ns, name, attempt > 0, &obj, reterr) < 0)
             return OP_RETRY;
-        const json_t *meta = json_object_get(obj, "metadata");
-        if (!obj || json_object_get(meta, "deletionTimestamp")) {
-            forget_other(c, key, NULL);
-            k8s_store_release(obj);
-            return OP_DONE;
-        }
-        forget_other(c, key, json_string_value(json_object_get(meta, "uid")));
         enum op_result res = step(c, obj, key, ret_after_ns, reterr);
         k8s_store_release(obj); /* the cache's (shared), or our own read */
         /* a write lost to another writer, or to a deletion the cache has not
@@ -807,20 +492,27 @@ static void register_metrics(struct op_capture *c)
 {
     struct k8s_metrics *m = c->d.metrics;
     static const double secs[] = {1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200};
+    static const char *const outcomes[] = {[OP_OUT_SUCCEEDED] = "succeeded",
+                                           [OP_OUT_FAILED] = "failed",
+                                           [OP_OUT_INVALID] = "invalid",
+                                           [OP_OUT_INTERRUPTED] = "interrupted"};
+    _Static_assert(sizeof(outcomes) / sizeof(outcomes[0]) == OP_OUT_INTERRUPTED + 1,
+                   "a label per outcome");
     if (!m)
         return;
-    const char *n = "mldiagnostics_operator_captures_total", *h = "Captures by outcome.";
-    c->m.succeeded = k8s_metrics_counter(m, n, h, "outcome=\"succeeded\"");
-    c->m.failed = k8s_metrics_counter(m, n, h, "outcome=\"failed\"");
-    c->m.invalid = k8s_metrics_counter(m, n, h, "outcome=\"invalid\"");
-    c->m.interrupted = k8s_metrics_counter(m, n, h, "outcome=\"interrupted\"");
+    for (size_t i = OP_OUT_NONE + 1; i < sizeof(outcomes) / sizeof(outcomes[0]); i++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "outcome=\"%s\"", outcomes[i]);
+        c->m.outcome[i] = k8s_metrics_counter(m, "mldiagnostics_operator_captures_total",
+                                              "Captures by outcome.", labels);
+    }
     c->m.duration = k8s_metrics_histogram(m, "mldiagnostics_operator_capture_duration_seconds",
                                           "From a capture's start to its outcome.", NULL, secs,
                                           sizeof(secs) / sizeof(secs[0]));
     c->m.rpc = k8s_metrics_histogram(m, "mldiagnostics_operator_rpc_duration_seconds",
                                      "Profile RPC latency per host, retries included.", NULL, secs,
                                      sizeof(secs) / sizeof(secs[0]));
-    for (int i = 0; i <= 16; i++) {
+    for (int i = 0; i < N_CODES; i++) {
         char labels[64];
         snprintf(labels, sizeof(labels), "code=\"%s\"", op_grpc_code_name(i));
         c->m.rpc_code[i] = k8s_metrics_counter(m, "mldiagnostics_operator_rpcs_total",
@@ -916,25 +608,23 @@ static void wait_live(struct op_capture *c, int64_t until)
     }
 }
 
-void op_capture_shutdown(struct op_capture *c, int64_t grace_ns)
+/* Cancel (lock held) the live runs that would still run at `until`
+ * (INT64_MAX: every live run), marking them interrupted or discarded. */
+static void cancel_live(struct op_capture *c, int64_t until, bool discard, const char *reason)
 {
-    int64_t until = k8s_mono_ns() + grace_ns;
-    pthread_mutex_lock(&c->lock);
-    c->stopping = true;
     for (struct run *r = c->runs; r; r = r->next)
-        if (r->live && r->expected_end_mono > until) { /* cannot end in time: stop it now */
-            r->interrupted = true;
-            op_relay_cancel(c->d.relay, r->batch, "interrupted: the operator is shutting down");
+        if (r->live && (until == INT64_MAX || r->expected_end_mono > until)) {
+            if (discard)
+                r->discard = true;
+            else
+                r->interrupted = true;
+            c->d.api.cancel(c->d.api.ud, r->batch, reason);
         }
-    wait_live(c, until);
-    for (struct run *r = c->runs; r; r = r->next)
-        if (r->live) {
-            r->interrupted = true;
-            op_relay_cancel(c->d.relay, r->batch, "interrupted: the operator is shutting down");
-        }
-    wait_live(c, k8s_mono_ns() + SEC);
-    pthread_mutex_unlock(&c->lock);
-    /* record every outcome now known; nobody else runs reconciles */
+}
+
+/* Record every outcome now known (shutdown: nobody else reconciles). */
+static void record_finished(struct op_capture *c)
+{
     for (;;) {
         char *key = NULL;
         pthread_mutex_lock(&c->lock);
@@ -949,7 +639,7 @@ void op_capture_shutdown(struct op_capture *c, int64_t grace_ns)
         char ns[256], name[256];
         json_t *obj = NULL;
         if (split_key(key, ns, sizeof(ns), name, sizeof(name)) &&
-            op_status_get(c->d.client, ns, name, &obj, &err) == 0)
+            c->d.api.get(c->d.api.ud, ns, name, &obj, &err) == 0)
             (void)step(c, obj, key, &after, &err);
         json_decref(obj);
         pthread_mutex_lock(&c->lock);
@@ -961,15 +651,25 @@ void op_capture_shutdown(struct op_capture *c, int64_t grace_ns)
     }
 }
 
+void op_capture_shutdown(struct op_capture *c, int64_t grace_ns)
+{
+    static const char why[] = "interrupted: the operator is shutting down";
+    int64_t until = k8s_mono_ns() + grace_ns;
+    pthread_mutex_lock(&c->lock);
+    c->stopping = true;
+    cancel_live(c, until, false, why); /* cannot end in time: stop it now */
+    wait_live(c, until);
+    cancel_live(c, INT64_MAX, false, why);
+    wait_live(c, k8s_mono_ns() + SEC);
+    pthread_mutex_unlock(&c->lock);
+    record_finished(c);
+}
+
 void op_capture_abandon(struct op_capture *c)
 {
     pthread_mutex_lock(&c->lock);
     c->stopping = true;
-    for (struct run *r = c->runs; r; r = r->next)
-        if (r->live) {
-            r->discard = true;
-            op_relay_cancel(c->d.relay, r->batch, "cancelled: leadership lost");
-        }
+    cancel_live(c, INT64_MAX, true, "cancelled: leadership lost");
     wait_live(c, k8s_mono_ns() + SEC);
     pthread_mutex_unlock(&c->lock);
 }

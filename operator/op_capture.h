@@ -3,9 +3,16 @@
  *
  * Reads the resource from the cache and moves it along
  *   (new) → Pending → Running → Succeeded | Failed
- * writing every step through the status subresource. The status is the
- * checkpoint: Running (with session id, attempt and hosts) is written
- * before any RPC; a Running resource this process has no RPCs for (after
+ * writing every step through the status subresource. What to do is
+ * op_plan's (the pure step); this module is the thin step around it: it
+ * gathers the plan's input (the cache, the pod caches, its own record of
+ * each resource's RPCs, the clock), applies the plan through op_api
+ * (status writes with their 409 retries, Events, RPCs), and counts and
+ * logs what was done.
+ *
+ * The status is the checkpoint: Running (with session id, attempt and
+ * hosts) is written before any RPC; a Running resource this process has
+ * no RPCs for (after
  * a restart or a failover) is re-dispatched with the same session id while
  * attempts remain, else Failed with its history. Deleting a resource
  * cancels its RPCs; a status write that finds the resource gone (the
@@ -39,25 +46,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "k8s_client.h"
 #include "k8s_metrics.h"
 #include "k8s_store.h"
+#include "op_api.h"
 #include "op_config.h"
+#include "op_plan.h"
 #include "op_queue.h"
-#include "op_relay.h"
 #include "op_targets.h"
 
 typedef void (*op_stores_fn)(void *ud, struct op_stores *out);
 
 struct op_capture_deps {
-    struct k8s_client *client;
+    struct op_api api;       /* status, Events, RPCs (copied; its ud borrowed) */
     struct k8s_store *conns; /* MLDiagnosticsConnections */
     op_stores_fn stores;     /* the pod and workload caches, as of now */
     void *stores_ud;
-    struct op_relay *relay;
     struct op_queue *queue; /* finished batches re-queue their key */
     const struct op_config *cfg;
     struct k8s_metrics *metrics; /* may be NULL */
+    int64_t (*now_ns)(void);     /* the wall clock, unix ns; NULL: k8s_real_ns */
 };
 
 struct op_capture;
@@ -65,8 +72,6 @@ struct op_capture;
 int op_capture_new(const struct op_capture_deps *deps, struct op_capture **ret) K8S_MUST_CHECK;
 /* NULL-safe; cancels live batches without writing status. */
 void op_capture_free(struct op_capture *c);
-
-enum op_result { OP_DONE, OP_REQUEUE_AFTER, OP_RETRY };
 
 /* Reconcile "namespace/name". OP_DONE: nothing more to do until an event;
  * OP_REQUEUE_AFTER: look again after *ret_after_ns; OP_RETRY: failed
@@ -89,9 +94,6 @@ void op_capture_adopt(struct op_capture *c);
 void op_capture_abandon(struct op_capture *c);
 
 size_t op_capture_live(struct op_capture *c);
-
-/* Session id for a start time: "YYYY_MM_DD_HH_MM_SS" (UTC). */
-void op_session_id(time_t start, char out[static 20]);
 
 /* The connections cache's transform (k8s_store_set_transform): a resource
  * in a terminal phase is never reconciled again, so its cached copy drops

@@ -96,6 +96,7 @@ struct op_controller {
     struct source src[N_SRC];
     struct op_queue *queue;
     struct op_relay *relay;
+    struct op_api_io io; /* what the capture reconciler reaches */
     struct op_capture *capture;
     struct op_audit *audit;
     pthread_t workers[MAX_WORKERS];
@@ -373,8 +374,14 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     for (int k = 0; r == 0 && k < N_SRC; k++)
         r = start_source(c, (enum src_kind)k, reterr);
     if (r == 0) {
-        struct op_capture_deps d = {
-            client, c->src[SRC_CONNS].store, stores_now, c, c->relay, c->queue, cfg, metrics};
+        c->io = (struct op_api_io){client, c->relay, cfg->identity};
+        struct op_capture_deps d = {.api = op_api_live(&c->io),
+                                    .conns = c->src[SRC_CONNS].store,
+                                    .stores = stores_now,
+                                    .stores_ud = c,
+                                    .queue = c->queue,
+                                    .cfg = cfg,
+                                    .metrics = metrics};
         r = op_capture_new(&d, &c->capture);
     }
     if (r == 0 && !(c->audit = op_audit_new(client, stores_now, c, metrics, cfg->identity)))
