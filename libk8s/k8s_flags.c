@@ -67,17 +67,36 @@ int k8s_bytes_parse(const char *s, int64_t *ret)
     return -K8S_EINVAL;
 }
 
-static int set_value(const struct k8s_flag *f, const char *v, struct k8s_error *reterr)
+size_t k8s_flags_count(const struct k8s_flag *flags)
+{
+    size_t n = 0;
+    while (flags[n].name)
+        n++;
+    return n;
+}
+
+static void *var(const struct k8s_flag *f, void *settings)
+{
+    return (char *)settings + f->offset;
+}
+
+static const void *cvar(const struct k8s_flag *f, const void *settings)
+{
+    return (const char *)settings + f->offset;
+}
+
+static int set_value(const struct k8s_flag *f, void *settings, const char *v,
+                     struct k8s_error *reterr)
 {
     int64_t x = 0;
     int r = 0;
     struct k8s_error derr;
     switch (f->type) {
     case K8S_FLAG_BOOL:
-        r = parse_bool(v, (bool *)f->target);
+        r = parse_bool(v, (bool *)var(f, settings));
         break;
     case K8S_FLAG_STRING:
-        *(const char **)f->target = v;
+        *(const char **)var(f, settings) = v;
         return 0;
     case K8S_FLAG_INT:
         r = parse_int(v, &x);
@@ -95,12 +114,12 @@ static int set_value(const struct k8s_flag *f, const char *v, struct k8s_error *
         return k8s_error_set(reterr, -K8S_EINVAL, "value \"%s\" for flag --%s is out of range", v,
                              f->name);
     if (f->type != K8S_FLAG_BOOL)
-        *(int64_t *)f->target = x;
+        *(int64_t *)var(f, settings) = x;
     return 0;
 }
 
 /* One "-name[=value]" argument at argv[*argi]; may consume the next. */
-static int parse_one(const struct k8s_flag *flags, int argc, char **argv, int *argi,
+static int parse_one(const struct k8s_flag *flags, void *settings, int argc, char **argv, int *argi,
                      struct k8s_error *reterr)
 {
     const char *arg = argv[*argi] + 1;
@@ -117,15 +136,15 @@ static int parse_one(const struct k8s_flag *flags, int argc, char **argv, int *a
         return k8s_error_set(reterr, -K8S_EINVAL, "unknown flag: --%.*s", (int)n, arg);
     (*argi)++;
     if (eq)
-        return set_value(f, eq + 1, reterr);
+        return set_value(f, settings, eq + 1, reterr);
     if (f->type == K8S_FLAG_BOOL)
-        return set_value(f, "true", reterr);
+        return set_value(f, settings, "true", reterr);
     if (*argi >= argc)
         return k8s_error_set(reterr, -K8S_EINVAL, "flag needs an argument: --%s", f->name);
-    return set_value(f, argv[(*argi)++], reterr);
+    return set_value(f, settings, argv[(*argi)++], reterr);
 }
 
-int k8s_flags_parse(const struct k8s_flag *flags, int argc, char **argv, int *argi,
+int k8s_flags_parse(const struct k8s_flag *flags, void *settings, int argc, char **argv, int *argi,
                     struct k8s_error *reterr)
 {
     while (*argi < argc) {
@@ -136,20 +155,112 @@ int k8s_flags_parse(const struct k8s_flag *flags, int argc, char **argv, int *ar
         }
         if (a[0] != '-' || a[1] == '\0')
             return 0; /* first positional argument */
-        int r = parse_one(flags, argc, argv, argi, reterr);
+        int r = parse_one(flags, settings, argc, argv, argi, reterr);
         if (r != 0)
             return r;
     }
     return 0;
 }
 
-void k8s_flags_usage(FILE *out, const struct k8s_flag *flags)
+int k8s_flags_command(const struct k8s_flag *flags, void *settings, const void *defaults,
+                      const char *usage_head, int argc, char **argv, int argi,
+                      struct k8s_error *reterr)
+{
+    int r = k8s_flags_parse(flags, settings, argc, argv, &argi, reterr);
+    if (r == 1) {
+        fputs(usage_head, stdout);
+        k8s_flags_usage(stdout, flags, defaults);
+        return 1;
+    }
+    if (r == 0 && argi < argc)
+        return k8s_error_set(reterr, -K8S_EINVAL, "unexpected argument: %s", argv[argi]);
+    return r;
+}
+
+/* A byte size in the largest binary unit that divides it ("8Mi"). */
+static void bytes_format(int64_t v, char out[static 32])
+{
+    static const char *const unit[] = {"", "Ki", "Mi", "Gi"};
+    size_t u = 0;
+    while (u + 1 < sizeof(unit) / sizeof(unit[0]) && v && v % 1024 == 0)
+        v /= 1024, u++;
+    snprintf(out, 32, "%lld%s", (long long)v, unit[u]);
+}
+
+/* The value as text into out; false for the zero value (none printed). */
+static bool value_text(const struct k8s_flag *f, const void *settings, char out[static 32],
+                       const char **str)
+{
+    const void *p = cvar(f, settings);
+    int64_t x = f->type == K8S_FLAG_BOOL || f->type == K8S_FLAG_STRING ? 0 : *(const int64_t *)p;
+    *str = out;
+    switch (f->type) {
+    case K8S_FLAG_BOOL:
+        snprintf(out, 32, "true");
+        return *(const bool *)p;
+    case K8S_FLAG_STRING:
+        *str = *(const char *const *)p;
+        return *str && **str;
+    case K8S_FLAG_INT:
+        snprintf(out, 32, "%lld", (long long)x);
+        break;
+    case K8S_FLAG_DURATION:
+        k8s_duration_format(x, out);
+        break;
+    case K8S_FLAG_BYTES:
+        bytes_format(x, out);
+        break;
+    }
+    return x != 0;
+}
+
+void k8s_flags_usage(FILE *out, const struct k8s_flag *flags, const void *defaults)
 {
     static const char *const kinds[] = {"", " string", " int", " duration", " bytes"};
     for (const struct k8s_flag *f = flags; f->name; f++) {
-        char left[64];
+        char left[64], buf[32];
+        const char *d;
         snprintf(left, sizeof(left), "%s%s%s", strlen(f->name) == 1 ? "-" : "--", f->name,
                  kinds[f->type]);
-        fprintf(out, "  %-34s %s\n", left, f->help);
+        if (value_text(f, defaults, buf, &d))
+            fprintf(out, "  %-34s %s (default %s)\n", left, f->help, d);
+        else
+            fprintf(out, "  %-34s %s\n", left, f->help);
     }
+}
+
+static json_t *value_json(const struct k8s_flag *f, const void *settings)
+{
+    const void *p = cvar(f, settings);
+    char buf[32];
+    switch (f->type) {
+    case K8S_FLAG_BOOL:
+        return json_boolean(*(const bool *)p);
+    case K8S_FLAG_STRING: {
+        const char *s = *(const char *const *)p;
+        json_t *j = json_string(s ? s : "");
+        return j ? j : json_string("(not UTF-8)");
+    }
+    case K8S_FLAG_DURATION:
+        k8s_duration_format(*(const int64_t *)p, buf);
+        return json_string(buf);
+    case K8S_FLAG_INT:
+    case K8S_FLAG_BYTES:
+        break;
+    }
+    return json_integer(*(const int64_t *)p);
+}
+
+json_t *k8s_flags_json(const struct k8s_flag *flags, const void *settings)
+{
+    json_t *o = json_object();
+    for (const struct k8s_flag *f = flags; o && f->name; f++) {
+        if (f->opts & K8S_FLAG_NO_JSON)
+            continue;
+        if (json_object_set_new(o, f->name, value_json(f, settings)) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
 }

@@ -4,16 +4,23 @@
  * booleans ("--leader-elect", "--x=false"), "--" ends the flags. Unknown
  * flags are an error that names the flag.
  *
- * A flag table is an array terminated by an entry with name == NULL. Each
- * entry points at the variable it sets; string flags store a pointer into
- * argv (borrowed for the life of argv).
+ * A flag is declared once, as a row of a static table (an array ended by
+ * an entry with name == NULL): its name, type, the offset of the variable
+ * it sets in a settings struct (K8S_FLAG_AT), help and range. The same
+ * rows give parsing (k8s_flags_parse), the help text with each default
+ * printed from the settings struct as initialised (k8s_flags_usage, Go's
+ * PrintDefaults rule: zero values print none) and the effective settings
+ * as JSON (k8s_flags_json, for --dry-run and the start-up log line).
+ * String flags store a pointer into argv (borrowed for the life of argv).
  *
  * Thread-safety: none needed (called from main before threads start).
  */
 #ifndef K8S_FLAGS_H
 #define K8S_FLAGS_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -27,23 +34,49 @@ enum k8s_flag_type {
     K8S_FLAG_BYTES,    /* int64_t *, "8388608", "8Mi", "64Ki", "1G" */
 };
 
+enum k8s_flag_opts {
+    K8S_FLAG_NO_JSON = 1, /* left out of k8s_flags_json (e.g. --dry-run itself) */
+};
+
 struct k8s_flag {
     const char *name; /* without dashes */
     enum k8s_flag_type type;
-    void *target;
+    size_t offset; /* of the variable it sets, in the settings struct */
     const char *help;
     int64_t min, max; /* inclusive range for INT/DURATION/BYTES when min < max */
+    unsigned opts;    /* enum k8s_flag_opts */
 };
 
-/* Parse argv[*argi..argc) against flags, stopping at the first positional
- * argument or after "--". On return *argi is the index of the first
- * positional argument. Returns 0, 1 when -h/--help was given, or
- * -K8S_EINVAL with reterr naming the flag and the problem. */
-int k8s_flags_parse(const struct k8s_flag *flags, int argc, char **argv, int *argi,
+/* The offset field of a row: K8S_FLAG_AT(struct op_config, workers). */
+#define K8S_FLAG_AT(type, member) offsetof(type, member)
+
+/* Rows in a table (its terminator not counted). */
+size_t k8s_flags_count(const struct k8s_flag *flags);
+
+/* Parse argv[*argi..argc) against flags into the struct at settings,
+ * stopping at the first positional argument or after "--". On return
+ * *argi is the index of the first positional argument. Returns 0, 1 when
+ * -h/--help was given, or -K8S_EINVAL with reterr naming the flag and the
+ * problem (the variables of the flags before it are set). */
+int k8s_flags_parse(const struct k8s_flag *flags, void *settings, int argc, char **argv, int *argi,
                     struct k8s_error *reterr) K8S_MUST_CHECK;
 
-/* Print "  --name  help" lines. */
-void k8s_flags_usage(FILE *out, const struct k8s_flag *flags);
+/* A subcommand's flags: parse argv[argi..argc) into settings as
+ * k8s_flags_parse does; on -h/--help print usage_head, then the flags with
+ * the defaults read from defaults, and return 1; a positional argument is
+ * -K8S_EINVAL naming it. */
+int k8s_flags_command(const struct k8s_flag *flags, void *settings, const void *defaults,
+                      const char *usage_head, int argc, char **argv, int argi,
+                      struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* Print a "  --name type   help (default D)" line per row, D read from
+ * defaults (the settings struct as initialised). */
+void k8s_flags_usage(FILE *out, const struct k8s_flag *flags, const void *defaults);
+
+/* {"name": value, ...} in table order: booleans, strings, integers, Go
+ * durations ("5m0s"), byte sizes as integers. New reference; NULL when out
+ * of memory. */
+json_t *k8s_flags_json(const struct k8s_flag *flags, const void *settings);
 
 /* Parse a byte size ("8Mi", "64Ki", "1G", "1024"). -K8S_EINVAL when bad. */
 int k8s_bytes_parse(const char *s, int64_t *ret) K8S_MUST_CHECK;

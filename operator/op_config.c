@@ -11,7 +11,6 @@
 
 #define SEC        K8S_NSEC_PER_SEC
 #define SA_NS      "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-#define N_FLAGS    24
 #define DEFAULT_NS "gke-mldiagnostics"
 
 void op_config_init(struct op_config *cfg)
@@ -35,71 +34,63 @@ void op_config_init(struct op_config *cfg)
     };
 }
 
-static void flag_table(struct op_config *c, struct k8s_flag out[N_FLAGS])
-{
-    const struct k8s_flag t[] = {
-        {"leader-elect", K8S_FLAG_BOOL, &c->leader_elect,
-         "elect a leader through a coordination.k8s.io/v1 Lease; only it reconciles"},
-        {"health-probe-bind-address", K8S_FLAG_STRING, &c->health_probe_bind_address,
-         "/healthz and /readyz listener (default :8081; 0 disables)"},
-        {"metrics-bind-address", K8S_FLAG_STRING, &c->metrics_bind_address,
-         "Prometheus /metrics listener (default :8080; 0 disables)"},
-        {"sidecar-timeout", K8S_FLAG_DURATION, &c->sidecar_timeout_ns,
-         "ceiling for one capture end to end, Go duration (default 5m)", SEC, 48 * 3600 * SEC},
-        {"disable-hostname-override", K8S_FLAG_BOOL, &c->disable_hostname_override,
-         "host_name <podIP>:<port> as xprof's client sends, not the pod name"},
-        {"kubeconfig", K8S_FLAG_STRING, &c->kubeconfig,
-         "kubeconfig for out-of-cluster use (default in-cluster service account)"},
-        {"namespace", K8S_FLAG_STRING, &c->namespace,
-         "watch only this namespace (resources, pods, workloads; default all)"},
-        {"capture-max-retries", K8S_FLAG_INT, &c->capture_max_retries,
-         "retries after the first attempt, per host RPC and per interrupted capture (default 3)", 0,
-         100},
-        {"max-capture-duration", K8S_FLAG_DURATION, &c->max_capture_duration_ns,
-         "longest durationSeconds accepted (default 1h)", SEC, 48 * 3600 * SEC},
-        {"allow-cross-namespace", K8S_FLAG_BOOL, &c->allow_cross_namespace,
-         "allow podNamespace to differ from the resource's namespace"},
-        {"leader-election-namespace", K8S_FLAG_STRING, &c->lease_namespace_flag,
-         "namespace of the Lease (default: the service account's, else gke-mldiagnostics)"},
-        {"leader-election-id", K8S_FLAG_STRING, &c->lease_name,
-         "name of the Lease (default mldiagnostics-connection-operator)"},
-        {"workers", K8S_FLAG_INT, &c->workers, "concurrent reconciles (default 4)", 1, 64},
-        {"graceful-shutdown-timeout", K8S_FLAG_DURATION, &c->shutdown_grace_ns,
-         "on SIGTERM, time captures get to finish before they are recorded as interrupted "
-         "(default 6s; keep it under terminationGracePeriodSeconds)",
-         0, 3600 * SEC},
-        {"pod-ready-timeout", K8S_FLAG_DURATION, &c->pod_ready_timeout_ns,
-         "how long a capture waits for its pods to be Running with an IP (default 1m0s)", SEC,
-         3600 * SEC},
-        {"audit-interval", K8S_FLAG_DURATION, &c->audit_interval_ns,
-         "how often pods of opted-in workloads are checked for injection (default 15s)", SEC / 10,
-         3600 * SEC},
-        {"resync-period", K8S_FLAG_DURATION, &c->resync_period_ns,
-         "how often every unfinished capture is reconciled again, whatever the watches said "
-         "(default 5m0s; 0 never)",
-         0, 24 * 3600 * SEC},
-        {"v", K8S_FLAG_INT, &c->verbosity, "log level 0 error .. 4 trace (default 2)", 0, 10},
-        {"dry-run", K8S_FLAG_BOOL, &c->dry_run,
-         "check the flags, print the effective settings as JSON and exit"},
-        {NULL},
-    };
-    _Static_assert(sizeof(t) / sizeof(t[0]) <= N_FLAGS, "grow N_FLAGS");
-    memcpy(out, t, sizeof(t));
-}
+#define AT(member) K8S_FLAG_AT(struct op_config, member)
+
+/* Every flag of the operator, once: parsing, help and --dry-run read it. */
+static const struct k8s_flag flags[] = {
+    {"leader-elect", K8S_FLAG_BOOL, AT(leader_elect),
+     "elect a leader through a coordination.k8s.io/v1 Lease; only it reconciles"},
+    {"health-probe-bind-address", K8S_FLAG_STRING, AT(health_probe_bind_address),
+     "/healthz and /readyz listener (0 disables)"},
+    {"metrics-bind-address", K8S_FLAG_STRING, AT(metrics_bind_address),
+     "Prometheus /metrics listener (0 disables)"},
+    {"sidecar-timeout", K8S_FLAG_DURATION, AT(sidecar_timeout_ns),
+     "ceiling for one capture end to end, Go duration", SEC, 48 * 3600 * SEC},
+    {"disable-hostname-override", K8S_FLAG_BOOL, AT(disable_hostname_override),
+     "host_name <podIP>:<port> as xprof's client sends, not the pod name"},
+    {"kubeconfig", K8S_FLAG_STRING, AT(kubeconfig),
+     "kubeconfig for out-of-cluster use (empty: the in-cluster service account)"},
+    {"namespace", K8S_FLAG_STRING, AT(namespace),
+     "watch only this namespace (resources, pods, workloads; empty: all)"},
+    {"capture-max-retries", K8S_FLAG_INT, AT(capture_max_retries),
+     "retries after the first attempt, per host RPC and per interrupted capture", 0, 100},
+    {"max-capture-duration", K8S_FLAG_DURATION, AT(max_capture_duration_ns),
+     "longest durationSeconds accepted", SEC, 48 * 3600 * SEC},
+    {"allow-cross-namespace", K8S_FLAG_BOOL, AT(allow_cross_namespace),
+     "allow podNamespace to differ from the resource's namespace"},
+    {"leader-election-namespace", K8S_FLAG_STRING, AT(lease_namespace_flag),
+     "namespace of the Lease (empty: the service account's, else " DEFAULT_NS ")"},
+    {"leader-election-id", K8S_FLAG_STRING, AT(lease_name), "name of the Lease"},
+    {"workers", K8S_FLAG_INT, AT(workers), "concurrent reconciles", 1, 64},
+    {"graceful-shutdown-timeout", K8S_FLAG_DURATION, AT(shutdown_grace_ns),
+     "on SIGTERM, time captures get to finish before they are recorded as interrupted "
+     "(keep it under terminationGracePeriodSeconds)",
+     0, 3600 * SEC},
+    {"pod-ready-timeout", K8S_FLAG_DURATION, AT(pod_ready_timeout_ns),
+     "how long a capture waits for its pods to be Running with an IP", SEC, 3600 * SEC},
+    {"audit-interval", K8S_FLAG_DURATION, AT(audit_interval_ns),
+     "how often pods of opted-in workloads are checked for injection", SEC / 10, 3600 * SEC},
+    {"resync-period", K8S_FLAG_DURATION, AT(resync_period_ns),
+     "how often every unfinished capture is reconciled again, whatever the watches said "
+     "(0 never)",
+     0, 24 * 3600 * SEC},
+    {"v", K8S_FLAG_INT, AT(verbosity), "log level 0 error .. 4 trace", 0, 10},
+    {"dry-run", K8S_FLAG_BOOL, AT(dry_run),
+     "check the flags, print the effective settings as JSON and exit", .opts = K8S_FLAG_NO_JSON},
+    {NULL},
+};
 
 int op_config_parse_flags(struct op_config *cfg, int argc, char **argv, int *argi,
                           struct k8s_error *reterr)
 {
-    struct k8s_flag t[N_FLAGS];
-    flag_table(cfg, t);
-    return k8s_flags_parse(t, argc, argv, argi, reterr);
+    return k8s_flags_parse(flags, cfg, argc, argv, argi, reterr);
 }
 
-void op_config_usage(const struct op_config *cfg)
+void op_config_usage(void)
 {
-    struct k8s_flag t[N_FLAGS];
-    flag_table((struct op_config *)cfg, t);
-    k8s_flags_usage(stdout, t);
+    struct op_config dflt;
+    op_config_init(&dflt);
+    k8s_flags_usage(stdout, flags, &dflt);
 }
 
 /* The service account's namespace when running in a pod, else NULL. */
@@ -186,23 +177,11 @@ int op_parse_bind(const char *flag, const char *addr, char *host, size_t host_ca
 
 json_t *op_config_json(const struct op_config *c)
 {
-    char sidecar[32], maxdur[32], grace[32], ready[32], audit[32], resync[32];
-    k8s_duration_format(c->sidecar_timeout_ns, sidecar);
-    k8s_duration_format(c->max_capture_duration_ns, maxdur);
-    k8s_duration_format(c->shutdown_grace_ns, grace);
-    k8s_duration_format(c->pod_ready_timeout_ns, ready);
-    k8s_duration_format(c->audit_interval_ns, audit);
-    k8s_duration_format(c->resync_period_ns, resync);
-    return json_pack(
-        "{s:b, s:s, s:s, s:s, s:b, s:s, s:s, s:I, s:s, s:b, s:s, s:s, s:I, s:s, "
-        "s:s, s:s, s:s, s:I}",
-        "leader-elect", c->leader_elect, "health-probe-bind-address", c->health_probe_bind_address,
-        "metrics-bind-address", c->metrics_bind_address, "sidecar-timeout", sidecar,
-        "disable-hostname-override", c->disable_hostname_override, "kubeconfig", c->kubeconfig,
-        "namespace", c->namespace, "capture-max-retries", (json_int_t)c->capture_max_retries,
-        "max-capture-duration", maxdur, "allow-cross-namespace", c->allow_cross_namespace,
-        "leader-election-namespace", c->lease_namespace ? c->lease_namespace : "",
-        "leader-election-id", c->lease_name, "workers", (json_int_t)c->workers,
-        "graceful-shutdown-timeout", grace, "pod-ready-timeout", ready, "audit-interval", audit,
-        "resync-period", resync, "v", (json_int_t)c->verbosity);
+    json_t *o = k8s_flags_json(flags, c);
+    if (o && json_object_set_new(o, "leader-election-namespace",
+                                 json_string(c->lease_namespace ? c->lease_namespace : "")) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }

@@ -50,7 +50,8 @@ void op_config_init(struct op_config *cfg);
 int op_config_parse_flags(struct op_config *cfg, int argc, char **argv, int *argi,
                           struct k8s_error *reterr) K8S_MUST_CHECK;
 
-void op_config_usage(const struct op_config *cfg);
+/* The flags, each with its default, on stdout. */
+void op_config_usage(void);
 
 /* Derive the lease namespace and the identity; check cross-field rules.
  * -K8S_EINVAL naming the flag. */
@@ -58,8 +59,9 @@ int op_config_finish(struct op_config *cfg, struct k8s_error *reterr) K8S_MUST_C
 
 void op_config_done(struct op_config *cfg);
 
-/* The effective settings as a JSON object (new reference; NULL when out
- * of memory), for --dry-run and the start-up log line. */
+/* The effective settings as a JSON object, a member per flag (the lease
+ * namespace as derived), new reference; NULL when out of memory. For
+ * --dry-run and the start-up log line. */
 json_t *op_config_json(const struct op_config *cfg);
 
 /* "host:port" → host (NULL for all interfaces) and port; ":8081", "8081",

@@ -55,7 +55,7 @@ static double leader_now(void *ud)
     return !cfg->leader_elect || __atomic_load_n(&lease_state, __ATOMIC_ACQUIRE) == LEASE_HELD;
 }
 
-static void usage(const struct op_config *cfg)
+static void usage(void)
 {
     printf("Usage: mldiagnostics-operator [flags]\n"
            "       mldiagnostics-operator selftest [--namespace N] [--deployment D]\n"
@@ -63,7 +63,7 @@ static void usage(const struct op_config *cfg)
            "The ML Diagnostics connection operator: relays on-demand profile captures\n"
            "(MLDiagnosticsConnection resources) to the JAX profiler servers in training pods.\n\n"
            "Flags:\n");
-    op_config_usage(cfg);
+    op_config_usage();
 }
 
 /* Keep the heap to what is in use (DESIGN §6: <= 32 MiB at every moment;
@@ -96,7 +96,7 @@ static int parse(struct op_config *cfg, int argc, char **argv)
     int argi = 1;
     int r = op_config_parse_flags(cfg, argc, argv, &argi, &err);
     if (r == 1) {
-        usage(cfg);
+        usage();
         return 1;
     }
     if (r == 0 && argi < argc)

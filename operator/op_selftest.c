@@ -137,50 +137,58 @@ int op_selftest_run(struct k8s_client *c, const struct op_selftest_opts *o,
     return r;
 }
 
-static int parse(struct op_selftest_opts *o, const char **kubeconfig, int argc, char **argv,
-                 int argi, struct k8s_error *reterr)
+/* The command line: the options and the API access. */
+struct cli {
+    struct op_selftest_opts o;
+    const char *kubeconfig;
+};
+
+#define SEC        K8S_NSEC_PER_SEC
+#define AT(member) K8S_FLAG_AT(struct cli, member)
+
+static const struct k8s_flag flags[] = {
+    {"namespace", K8S_FLAG_STRING, AT(o.namespace),
+     "the release namespace (the default is $POD_NAMESPACE when set)"},
+    {"deployment", K8S_FLAG_STRING, AT(o.deployment), "the operator's Deployment"},
+    {"timeout", K8S_FLAG_DURATION, AT(o.timeout_ns),
+     "keep trying this long while the install settles (0: once)", 0, 3600 * SEC},
+    {"interval", K8S_FLAG_DURATION, AT(o.interval_ns), "between attempts", SEC / 1000, 600 * SEC},
+    {"kubeconfig", K8S_FLAG_STRING, AT(kubeconfig),
+     "kubeconfig for out-of-cluster use (empty: the in-cluster service account)"},
+    {NULL},
+};
+
+static void cli_init(struct cli *c)
 {
-    const int64_t sec = K8S_NSEC_PER_SEC;
     const char *pod_ns = getenv("POD_NAMESPACE");
-    *o = (struct op_selftest_opts){.namespace = pod_ns && *pod_ns ? pod_ns : "gke-mldiagnostics",
-                                   .deployment = "mldiagnostics-connection-operator",
-                                   .timeout_ns = 60 * sec,
-                                   .interval_ns = 2 * sec,
-                                   .request_timeout_ms = 10000};
-    const struct k8s_flag t[] = {
-        {"namespace", K8S_FLAG_STRING, &o->namespace,
-         "the release namespace (default $POD_NAMESPACE, else gke-mldiagnostics)"},
-        {"deployment", K8S_FLAG_STRING, &o->deployment,
-         "the operator's Deployment (default mldiagnostics-connection-operator)"},
-        {"timeout", K8S_FLAG_DURATION, &o->timeout_ns,
-         "keep trying this long while the install settles (default 60s; 0: once)", 0, 3600 * sec},
-        {"interval", K8S_FLAG_DURATION, &o->interval_ns, "between attempts (default 2s)",
-         sec / 1000, 600 * sec},
-        {"kubeconfig", K8S_FLAG_STRING, kubeconfig,
-         "kubeconfig for out-of-cluster use (default in-cluster service account)"},
-        {NULL},
-    };
-    int r = k8s_flags_parse(t, argc, argv, &argi, reterr);
-    if (r == 1) {
-        printf("Usage: mldiagnostics-operator selftest [flags]\n\n"
-               "The chart's helm test: the MLDiagnosticsConnection CRD is served and the\n"
-               "operator's Deployment has ready replicas.\n\n");
-        k8s_flags_usage(stdout, t);
-        return 1;
-    }
-    if (r == 0 && argi < argc)
-        r = k8s_error_set(reterr, -K8S_EINVAL, "unexpected argument: %s", argv[argi]);
-    if (r == 0 && (!*o->namespace || !*o->deployment))
+    *c = (struct cli){.o = {.namespace = pod_ns && *pod_ns ? pod_ns : "gke-mldiagnostics",
+                            .deployment = "mldiagnostics-connection-operator",
+                            .timeout_ns = 60 * SEC,
+                            .interval_ns = 2 * SEC,
+                            .request_timeout_ms = 10000},
+                      .kubeconfig = ""};
+}
+
+static int parse(struct cli *c, int argc, char **argv, int argi, struct k8s_error *reterr)
+{
+    struct cli dflt;
+    cli_init(&dflt);
+    *c = dflt;
+    int r = k8s_flags_command(flags, c, &dflt,
+                              "Usage: mldiagnostics-operator selftest [flags]\n\n"
+                              "The chart's helm test: the MLDiagnosticsConnection CRD is served "
+                              "and the\noperator's Deployment has ready replicas.\n\n",
+                              argc, argv, argi, reterr);
+    if (r == 0 && (!*c->o.namespace || !*c->o.deployment))
         r = k8s_error_set(reterr, -K8S_EINVAL, "--namespace and --deployment must not be empty");
     return r;
 }
 
 int op_selftest_main(int argc, char **argv, int argi)
 {
-    struct op_selftest_opts o;
-    const char *kubeconfig = "";
+    struct cli cli;
     struct k8s_error err = {0};
-    int r = parse(&o, &kubeconfig, argc, argv, argi, &err);
+    int r = parse(&cli, argc, argv, argi, &err);
     if (r != 0) {
         if (r < 0)
             fprintf(stderr, "mldiagnostics-operator selftest: %s (see --help)\n", err.message);
@@ -188,9 +196,9 @@ int op_selftest_main(int argc, char **argv, int argi)
     }
     struct k8s_client *c = NULL;
     struct op_selftest_result res = {0};
-    r = k8s_client_open(kubeconfig, &c, &err);
+    r = k8s_client_open(cli.kubeconfig, &c, &err);
     if (r == 0)
-        r = op_selftest_run(c, &o, &res, &err);
+        r = op_selftest_run(c, &cli.o, &res, &err);
     k8s_client_free(c);
     if (r < 0) {
         fprintf(stderr, "selftest failed: %s\n", err.message);

@@ -342,50 +342,65 @@ int wh_certgen_run(struct k8s_client *c, const struct wh_certgen_opts *o, time_t
     return r;
 }
 
-static int parse(struct wh_certgen_opts *o, const char **kubeconfig, int argc, char **argv,
-                 int argi, struct k8s_error *reterr)
+/* The command line: the options and the API access. */
+struct cli {
+    struct wh_certgen_opts o;
+    const char *kubeconfig;
+};
+
+#define DAY        (DAY_S * K8S_NSEC_PER_SEC)
+#define AT(member) K8S_FLAG_AT(struct cli, member)
+
+static const struct k8s_flag flags[] = {
+    {"service", K8S_FLAG_STRING, AT(o.service), "the webhook's Service (required)"},
+    {"namespace", K8S_FLAG_STRING, AT(o.namespace), "the Service's namespace (required)"},
+    {"secret-name", K8S_FLAG_STRING, AT(o.secret_name),
+     "the kubernetes.io/tls Secret to write (empty: <service>-tls)"},
+    {"webhook-config", K8S_FLAG_STRING, AT(o.webhook_config),
+     "MutatingWebhookConfiguration whose entries calling the Service get the caBundle"},
+    {"cluster-domain", K8S_FLAG_STRING, AT(o.cluster_domain),
+     "DNS domain of the cluster (the default is $KUBERNETES_CLUSTER_DOMAIN when set)"},
+    {"renew-before", K8S_FLAG_DURATION, AT(o.renew_before_ns),
+     "renew when the certificate expires within this", 0, 3650 * DAY},
+    {"validity", K8S_FLAG_DURATION, AT(o.validity_ns), "lifetime of a new serving certificate", DAY,
+     3650 * DAY},
+    {"kubeconfig", K8S_FLAG_STRING, AT(kubeconfig),
+     "kubeconfig for out-of-cluster use (empty: the in-cluster service account)"},
+    {NULL},
+};
+
+static void cli_init(struct cli *c)
 {
     const char *dom = getenv("KUBERNETES_CLUSTER_DOMAIN");
-    *o = (struct wh_certgen_opts){
-        .service = "",
-        .namespace = "",
-        .secret_name = "",
-        .webhook_config = "",
-        .cluster_domain = dom && *dom ? dom : "cluster.local",
-        .renew_before_ns = 30 * DAY_S * K8S_NSEC_PER_SEC,
-        .validity_ns = 365 * DAY_S * K8S_NSEC_PER_SEC,
+    *c = (struct cli){
+        .o =
+            {
+                .service = "",
+                .namespace = "",
+                .secret_name = "",
+                .webhook_config = "",
+                .cluster_domain = dom && *dom ? dom : "cluster.local",
+                .renew_before_ns = 30 * DAY,
+                .validity_ns = 365 * DAY,
+            },
+        .kubeconfig = "",
     };
-    const int64_t day = DAY_S * K8S_NSEC_PER_SEC;
-    const struct k8s_flag t[] = {
-        {"service", K8S_FLAG_STRING, &o->service, "the webhook's Service (required)"},
-        {"namespace", K8S_FLAG_STRING, &o->namespace, "the Service's namespace (required)"},
-        {"secret-name", K8S_FLAG_STRING, &o->secret_name,
-         "the kubernetes.io/tls Secret to write (default <service>-tls)"},
-        {"webhook-config", K8S_FLAG_STRING, &o->webhook_config,
-         "MutatingWebhookConfiguration whose entries calling the Service get the caBundle"},
-        {"cluster-domain", K8S_FLAG_STRING, &o->cluster_domain,
-         "DNS domain of the cluster (default $KUBERNETES_CLUSTER_DOMAIN, else cluster.local)"},
-        {"renew-before", K8S_FLAG_DURATION, &o->renew_before_ns,
-         "renew when the certificate expires within this (default 720h)", 0, 3650 * day},
-        {"validity", K8S_FLAG_DURATION, &o->validity_ns,
-         "lifetime of a new serving certificate (default 8760h)", day, 3650 * day},
-        {"kubeconfig", K8S_FLAG_STRING, kubeconfig,
-         "kubeconfig for out-of-cluster use (default in-cluster service account)"},
-        {NULL},
-    };
-    int r = k8s_flags_parse(t, argc, argv, &argi, reterr);
-    if (r == 1) {
-        printf("Usage: mldiagnostics-webhook certgen --service S --namespace N [flags]\n\n"
-               "Creates or renews the webhook's CA and serving certificate in a Secret and\n"
-               "sets caBundle on the webhook configuration (no cert-manager needed).\n\n");
-        k8s_flags_usage(stdout, t);
-        return 1;
-    }
-    if (r == 0 && argi < argc)
-        r = k8s_error_set(reterr, -K8S_EINVAL, "unexpected argument: %s", argv[argi]);
-    if (r == 0 && (!*o->service || !*o->namespace))
+}
+
+static int parse(struct cli *c, int argc, char **argv, int argi, struct k8s_error *reterr)
+{
+    struct cli dflt;
+    cli_init(&dflt);
+    *c = dflt;
+    int r = k8s_flags_command(
+        flags, c, &dflt,
+        "Usage: mldiagnostics-webhook certgen --service S --namespace N [flags]\n\n"
+        "Creates or renews the webhook's CA and serving certificate in a Secret and\n"
+        "sets caBundle on the webhook configuration (no cert-manager needed).\n\n",
+        argc, argv, argi, reterr);
+    if (r == 0 && (!*c->o.service || !*c->o.namespace))
         r = k8s_error_set(reterr, -K8S_EINVAL, "--service and --namespace are required");
-    if (r == 0 && o->renew_before_ns >= o->validity_ns)
+    if (r == 0 && c->o.renew_before_ns >= c->o.validity_ns)
         r = k8s_error_set(reterr, -K8S_EINVAL, "--renew-before must be shorter than --validity");
     return r;
 }
@@ -396,10 +411,9 @@ static const char *const bundle_word[] = {"not requested", "configuration not fo
 
 int wh_certgen_main(int argc, char **argv, int argi)
 {
-    struct wh_certgen_opts o;
-    const char *kubeconfig = "";
+    struct cli cli;
     struct k8s_error err = {0};
-    int r = parse(&o, &kubeconfig, argc, argv, argi, &err);
+    int r = parse(&cli, argc, argv, argi, &err);
     if (r != 0) {
         if (r < 0)
             fprintf(stderr, "mldiagnostics-webhook certgen: %s (see --help)\n", err.message);
@@ -407,9 +421,9 @@ int wh_certgen_main(int argc, char **argv, int argi)
     }
     struct k8s_client *client = NULL;
     struct wh_certgen_result res;
-    r = k8s_client_open(kubeconfig, &client, &err);
+    r = k8s_client_open(cli.kubeconfig, &client, &err);
     if (r == 0)
-        r = wh_certgen_run(client, &o, time(NULL), &res, &err);
+        r = wh_certgen_run(client, &cli.o, time(NULL), &res, &err);
     k8s_client_free(client);
     if (r < 0) {
         k8s_log_json(K8S_LOG_ERROR, "certgen failed", json_pack("{s:s}", "error", err.message));
@@ -420,7 +434,7 @@ int wh_certgen_main(int argc, char **argv, int argi)
     k8s_log_json(K8S_LOG_INFO, "certgen done",
                  json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "secret", secret_word[res.secret],
                            "reason", res.renew_reason, "notAfter", until, "caBundle",
-                           bundle_word[res.bundle], "webhookConfiguration", o.webhook_config,
+                           bundle_word[res.bundle], "webhookConfiguration", cli.o.webhook_config,
                            "webhooksPatched", res.webhooks_patched));
     return 0;
 }

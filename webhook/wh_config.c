@@ -40,62 +40,63 @@ void wh_config_init(struct wh_config *cfg)
     };
 }
 
-#define SEC K8S_NSEC_PER_SEC
+#define SEC        K8S_NSEC_PER_SEC
+#define AT(member) K8S_FLAG_AT(struct wh_config, member)
 
-static void flag_table(struct wh_config *c, struct k8s_flag out[24])
-{
-    const struct k8s_flag t[] = {
-        {"port", K8S_FLAG_INT, &c->port, "HTTPS port (default 8443)", 1, 65535},
-        {"bind-address", K8S_FLAG_STRING, &c->bind_address, "listen address (default 0.0.0.0)"},
-        {"tls-cert-file", K8S_FLAG_STRING, &c->tls_cert_file,
-         "serving certificate (PEM); default $CERT_PATH, then /etc/webhook/certs/tls.crt"},
-        {"tls-key-file", K8S_FLAG_STRING, &c->tls_key_file,
-         "private key (PEM); default $KEY_PATH, then /etc/webhook/certs/tls.key"},
-        {"metrics-bind-address", K8S_FLAG_STRING, &c->metrics_bind_address,
-         "plain-HTTP /metrics, /healthz, /readyz listener, e.g. :8080 (default off)"},
-        {"max-request-bytes", K8S_FLAG_BYTES, &c->max_request_bytes,
-         "request body cap, larger bodies get 413 (default 8Mi)", 1024, 1LL << 30},
-        {"shutdown-timeout", K8S_FLAG_DURATION, &c->shutdown_timeout_ns,
-         "drain time after SIGTERM (default 10s)", 0, 3600 * SEC},
-        {"request-timeout", K8S_FLAG_DURATION, &c->request_timeout_ns,
-         "close connections idle or stalled this long (default 10s)", SEC, 3600 * SEC},
-        {"max-connections", K8S_FLAG_INT, &c->max_connections,
-         "concurrent connection cap (default 1024)", 1, 65536},
-        {"threads", K8S_FLAG_INT, &c->threads, "server threads (default: usable CPUs, at most 8)",
-         1, 256},
-        {"admission-budget", K8S_FLAG_DURATION, &c->budget_ns,
-         "internal deadline for one admission decision (default 2s)", SEC / 1000, 25 * SEC},
-        {"cluster-name", K8S_FLAG_STRING, &c->cluster_name,
-         "cluster name (wins over $CLUSTER_NAME)"},
-        {"otel-collector-name", K8S_FLAG_STRING, &c->otel_collector_name,
-         "OTEL_COLLECTOR_NAME (default opentelemetry-collector)"},
-        {"otel-collector-namespace", K8S_FLAG_STRING, &c->otel_collector_namespace,
-         "OTEL_COLLECTOR_NAMESPACE (default gke-managed-otel)"},
-        {"skip-containers", K8S_FLAG_STRING, &c->skip_containers_flag,
-         "containers never injected (replaces the default istio-proxy,linkerd-proxy)"},
-        {"standalone", K8S_FLAG_BOOL, &c->standalone,
-         "no API server: decide from the pod's own labels"},
-        {"kubeconfig", K8S_FLAG_STRING, &c->kubeconfig,
-         "kubeconfig for out-of-cluster use (default in-cluster service account)"},
-        {"v", K8S_FLAG_INT, &c->verbosity, "log level 0 error .. 4 trace (default 2)", 0, 10},
-        {NULL},
-    };
-    memcpy(out, t, sizeof(t));
-}
+/* Every flag of `serve`, once: parsing, help and --dry-run read it. */
+static const struct k8s_flag flags[] = {
+    {"port", K8S_FLAG_INT, AT(port), "HTTPS port", 1, 65535},
+    {"bind-address", K8S_FLAG_STRING, AT(bind_address), "listen address"},
+    {"tls-cert-file", K8S_FLAG_STRING, AT(tls_cert_file),
+     "serving certificate (PEM); the default is $CERT_PATH when set"},
+    {"tls-key-file", K8S_FLAG_STRING, AT(tls_key_file),
+     "private key (PEM); the default is $KEY_PATH when set"},
+    {"metrics-bind-address", K8S_FLAG_STRING, AT(metrics_bind_address),
+     "plain-HTTP /metrics, /healthz, /readyz listener, e.g. :8080 (empty: off)"},
+    {"max-request-bytes", K8S_FLAG_BYTES, AT(max_request_bytes),
+     "request body cap, larger bodies get 413", 1024, 1LL << 30},
+    {"shutdown-timeout", K8S_FLAG_DURATION, AT(shutdown_timeout_ns), "drain time after SIGTERM", 0,
+     3600 * SEC},
+    {"request-timeout", K8S_FLAG_DURATION, AT(request_timeout_ns),
+     "close connections idle or stalled this long", SEC, 3600 * SEC},
+    {"max-connections", K8S_FLAG_INT, AT(max_connections), "concurrent connection cap", 1, 65536},
+    {"threads", K8S_FLAG_INT, AT(threads), "server threads (the default: usable CPUs, at most 8)",
+     1, 256},
+    {"admission-budget", K8S_FLAG_DURATION, AT(budget_ns),
+     "internal deadline for one admission decision", SEC / 1000, 25 * SEC},
+    {"cluster-name", K8S_FLAG_STRING, AT(cluster_name),
+     "cluster name (wins over $CLUSTER_NAME, the default)"},
+    {"otel-collector-name", K8S_FLAG_STRING, AT(otel_collector_name), "OTEL_COLLECTOR_NAME"},
+    {"otel-collector-namespace", K8S_FLAG_STRING, AT(otel_collector_namespace),
+     "OTEL_COLLECTOR_NAMESPACE"},
+    {"skip-containers", K8S_FLAG_STRING, AT(skip_containers_flag),
+     "containers never injected, comma-separated (replaces the default)"},
+    {"standalone", K8S_FLAG_BOOL, AT(standalone),
+     "no API server: decide from the pod's own labels"},
+    {"kubeconfig", K8S_FLAG_STRING, AT(kubeconfig),
+     "kubeconfig for out-of-cluster use (empty: the in-cluster service account)"},
+    {"v", K8S_FLAG_INT, AT(verbosity), "log level 0 error .. 4 trace", 0, 10},
+    {"dry-run", K8S_FLAG_BOOL, AT(dry_run),
+     "check the flags, print the effective settings as JSON and exit", .opts = K8S_FLAG_NO_JSON},
+    {NULL},
+};
 
 int wh_config_parse_flags(struct wh_config *cfg, int argc, char **argv, int *argi,
                           struct k8s_error *reterr)
 {
-    struct k8s_flag t[24];
-    flag_table(cfg, t);
-    return k8s_flags_parse(t, argc, argv, argi, reterr);
+    return k8s_flags_parse(flags, cfg, argc, argv, argi, reterr);
 }
 
-void wh_config_usage(const struct wh_config *cfg)
+void wh_config_usage(void)
 {
-    struct k8s_flag t[24];
-    flag_table((struct wh_config *)cfg, t);
-    k8s_flags_usage(stdout, t);
+    struct wh_config dflt;
+    wh_config_init(&dflt);
+    k8s_flags_usage(stdout, flags, &dflt);
+}
+
+json_t *wh_config_json(const struct wh_config *cfg)
+{
+    return k8s_flags_json(flags, cfg);
 }
 
 int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr)

@@ -9,6 +9,7 @@
 #ifndef WH_CONFIG_H
 #define WH_CONFIG_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,7 @@ struct wh_config {
     bool standalone;
     const char *kubeconfig;
     int64_t verbosity;
+    bool dry_run; /* validate, print the settings as JSON, exit */
 };
 
 /* Defaults, then environment (CERT_PATH, KEY_PATH, CLUSTER_NAME,
@@ -64,8 +66,12 @@ int wh_config_parse_flags(struct wh_config *cfg, int argc, char **argv, int *arg
  * flag on failure. */
 int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr) K8S_MUST_CHECK;
 
-/* Print the flag table. */
-void wh_config_usage(const struct wh_config *cfg);
+/* The flags, each with its default, on stdout. */
+void wh_config_usage(void);
+
+/* The effective settings, a member per flag: new reference, NULL when out
+ * of memory. For --dry-run. */
+json_t *wh_config_json(const struct wh_config *cfg);
 
 void wh_config_done(struct wh_config *cfg);
 

@@ -293,6 +293,7 @@ struct opts {
     const char *file;
     bool patch, explain;
     const char *ns;
+    struct wh_config cfg; /* the injection settings of serve that apply */
 };
 
 static int read_input(const char *file, char **ret, size_t *ret_len, struct k8s_error *err)
@@ -375,53 +376,58 @@ static int process(const struct wh_config *cfg, const struct opts *o, json_t *do
     return 0;
 }
 
-static int parse_opts(struct wh_config *cfg, struct opts *o, int argc, char **argv, int argi,
-                      struct k8s_error *err)
+#define AT(member) K8S_FLAG_AT(struct opts, member)
+
+static const struct k8s_flag flags[] = {
+    {"f", K8S_FLAG_STRING, AT(file), "input file, - for stdin"},
+    {"filename", K8S_FLAG_STRING, AT(file), "same as -f"},
+    {"patch", K8S_FLAG_BOOL, AT(patch), "print the RFC 6902 patch of each document"},
+    {"explain", K8S_FLAG_BOOL, AT(explain), "print why each pod is or is not injected"},
+    {"n", K8S_FLAG_STRING, AT(ns), "namespace for documents that name none"},
+    {"namespace", K8S_FLAG_STRING, AT(ns), "same as -n"},
+    {"cluster-name", K8S_FLAG_STRING, AT(cfg.cluster_name), "cluster name"},
+    {"otel-collector-name", K8S_FLAG_STRING, AT(cfg.otel_collector_name), "OTEL_COLLECTOR_NAME"},
+    {"otel-collector-namespace", K8S_FLAG_STRING, AT(cfg.otel_collector_namespace),
+     "OTEL_COLLECTOR_NAMESPACE"},
+    {"skip-containers", K8S_FLAG_STRING, AT(cfg.skip_containers_flag),
+     "containers never injected, comma-separated"},
+    {NULL},
+};
+
+static void opts_init(struct opts *o)
 {
-    const struct k8s_flag t[] = {
-        {"f", K8S_FLAG_STRING, &o->file, "input file, - for stdin"},
-        {"filename", K8S_FLAG_STRING, &o->file, "same as -f"},
-        {"patch", K8S_FLAG_BOOL, &o->patch, "print the RFC 6902 patch of each document"},
-        {"explain", K8S_FLAG_BOOL, &o->explain, "print why each pod is or is not injected"},
-        {"n", K8S_FLAG_STRING, &o->ns, "namespace for documents that name none"},
-        {"namespace", K8S_FLAG_STRING, &o->ns, "same as -n"},
-        {"cluster-name", K8S_FLAG_STRING, &cfg->cluster_name, "cluster name"},
-        {"otel-collector-name", K8S_FLAG_STRING, &cfg->otel_collector_name, "OTEL_COLLECTOR_NAME"},
-        {"otel-collector-namespace", K8S_FLAG_STRING, &cfg->otel_collector_namespace,
-         "OTEL_COLLECTOR_NAMESPACE"},
-        {"skip-containers", K8S_FLAG_STRING, &cfg->skip_containers_flag,
-         "containers never injected"},
-        {NULL},
-    };
-    int r = k8s_flags_parse(t, argc, argv, &argi, err);
-    if (r == 1) {
-        printf("Usage: mldiagnostics-webhook inject -f FILE|- [--patch|--explain] [flags]\n");
-        k8s_flags_usage(stdout, t);
-        return 1;
-    }
-    if (r == 0 && argi < argc)
-        r = k8s_error_set(err, -K8S_EINVAL, "unexpected argument: %s", argv[argi]);
+    *o = (struct opts){0};
+    wh_config_init(&o->cfg);
+}
+
+static int parse_opts(struct opts *o, int argc, char **argv, int argi, struct k8s_error *err)
+{
+    struct opts dflt;
+    opts_init(&dflt);
+    int r = k8s_flags_command(
+        flags, o, &dflt,
+        "Usage: mldiagnostics-webhook inject -f FILE|- [--patch|--explain] [flags]\n", argc, argv,
+        argi, err);
     if (r == 0 && !o->file)
         r = k8s_error_set(err, -K8S_EINVAL, "missing -f FILE (use - for stdin)");
     if (r == 0 && o->patch && o->explain)
         r = k8s_error_set(err, -K8S_EINVAL, "--patch and --explain are exclusive");
-    return r ? r : wh_config_finish(cfg, err);
+    return r ? r : wh_config_finish(&o->cfg, err);
 }
 
 int wh_inject_main(int argc, char **argv, int argi)
 {
-    struct wh_config cfg;
-    struct opts o = {0};
+    struct opts o;
     struct k8s_error err = {0};
     char *buf = NULL;
     size_t len = 0;
     json_t *docs = NULL;
     struct k8s_buf out;
     k8s_buf_init(&out, (size_t)1 << 31);
-    wh_config_init(&cfg);
-    int r = parse_opts(&cfg, &o, argc, argv, argi, &err);
+    opts_init(&o);
+    int r = parse_opts(&o, argc, argv, argi, &err);
     if (r == 1) {
-        wh_config_done(&cfg);
+        wh_config_done(&o.cfg);
         return 0;
     }
     bool json = false;
@@ -431,7 +437,7 @@ int wh_inject_main(int argc, char **argv, int argi)
         json = k8s_yaml_looks_like_json(buf, len);
         r = json ? load_json_docs(buf, len, &docs, &err) : k8s_yaml_load_all(buf, len, &docs, &err);
     }
-    if (r == 0 && (r = process(&cfg, &o, docs, json, &out)) < 0)
+    if (r == 0 && (r = process(&o.cfg, &o, docs, json, &out)) < 0)
         k8s_error_set(&err, r, "%s", k8s_strerror(r));
     if (r == 0)
         fwrite(out.data ? out.data : "", 1, out.len, stdout);
@@ -441,6 +447,6 @@ int wh_inject_main(int argc, char **argv, int argi)
     k8s_buf_done(&out);
     json_decref(docs);
     free(buf);
-    wh_config_done(&cfg);
+    wh_config_done(&o.cfg);
     return r == 0 ? 0 : r == -K8S_EINVAL ? 2 : 1;
 }

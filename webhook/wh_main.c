@@ -25,7 +25,7 @@
 #include "wh_server.h"
 #include "wh_tls.h"
 
-static void usage(const struct wh_config *cfg)
+static void usage(void)
 {
     printf("Usage: mldiagnostics-webhook [serve] [flags]\n"
            "       mldiagnostics-webhook inject -f FILE|- [--patch|--explain] [flags]\n"
@@ -34,7 +34,7 @@ static void usage(const struct wh_config *cfg)
            "       mldiagnostics-webhook version\n\n"
            "The ML Diagnostics injection webhook: gives every pod of a labelled ML workload\n"
            "its ML Diagnostics identity and OpenTelemetry settings.\n\nServe flags:\n");
-    wh_config_usage(cfg);
+    wh_config_usage();
 }
 
 /* Block the stop signals in every thread; main waits for them. */
@@ -123,7 +123,7 @@ static int serve(int argc, char **argv, int argi)
     wh_config_init(&cfg);
     int r = wh_config_parse_flags(&cfg, argc, argv, &argi, &err);
     if (r == 1) {
-        usage(&cfg);
+        usage();
         return 0;
     }
     if (r == 0 && argi < argc)
@@ -134,6 +134,16 @@ static int serve(int argc, char **argv, int argi)
         fprintf(stderr, "mldiagnostics-webhook: %s (see --help)\n", err.message);
         wh_config_done(&cfg);
         return 2;
+    }
+    if (cfg.dry_run) {
+        json_t *j = wh_config_json(&cfg);
+        char *text = j ? json_dumps(j, JSON_SORT_KEYS) : NULL;
+        if (text)
+            printf("%s\n", text);
+        free(text);
+        json_decref(j);
+        wh_config_done(&cfg);
+        return text ? 0 : 1;
     }
     k8s_log_set_level((int)cfg.verbosity);
     sigset_t stop_set;

@@ -269,42 +269,52 @@ int wh_selftest_run(struct k8s_client *c, const struct wh_selftest_opts *o,
     return r;
 }
 
-static int parse(struct wh_selftest_opts *o, const char **kubeconfig, int argc, char **argv,
-                 int argi, struct k8s_error *reterr)
+/* The command line: the options and the API access. */
+struct cli {
+    struct wh_selftest_opts o;
+    const char *kubeconfig;
+};
+
+#define SEC        K8S_NSEC_PER_SEC
+#define AT(member) K8S_FLAG_AT(struct cli, member)
+
+static const struct k8s_flag flags[] = {
+    {"namespace", K8S_FLAG_STRING, AT(o.namespace),
+     "namespace of the dry-run pod; one the webhook selects"},
+    {"webhook-config", K8S_FLAG_STRING, AT(o.webhook_config), "the MutatingWebhookConfiguration"},
+    {"image", K8S_FLAG_STRING, AT(o.image), "image of the dry-run pod (never pulled)"},
+    {"timeout", K8S_FLAG_DURATION, AT(o.timeout_ns),
+     "keep trying this long while the install settles (0: once)", 0, 3600 * SEC},
+    {"interval", K8S_FLAG_DURATION, AT(o.interval_ns), "between attempts", SEC / 1000, 600 * SEC},
+    {"kubeconfig", K8S_FLAG_STRING, AT(kubeconfig),
+     "kubeconfig for out-of-cluster use (empty: the in-cluster service account)"},
+    {NULL},
+};
+
+static void cli_init(struct cli *c)
 {
-    const int64_t sec = K8S_NSEC_PER_SEC;
-    *o = (struct wh_selftest_opts){.namespace = "default",
-                                   .webhook_config = "mldiagnostics-injection-webhook",
-                                   .image = "registry.k8s.io/pause:3.10",
-                                   .timeout_ns = 60 * sec,
-                                   .interval_ns = 2 * sec,
-                                   .request_timeout_ms = 10000};
-    const struct k8s_flag t[] = {
-        {"namespace", K8S_FLAG_STRING, &o->namespace,
-         "namespace of the dry-run pod; one the webhook selects (default \"default\")"},
-        {"webhook-config", K8S_FLAG_STRING, &o->webhook_config,
-         "the MutatingWebhookConfiguration (default mldiagnostics-injection-webhook)"},
-        {"image", K8S_FLAG_STRING, &o->image, "image of the dry-run pod (never pulled)"},
-        {"timeout", K8S_FLAG_DURATION, &o->timeout_ns,
-         "keep trying this long while the install settles (default 60s; 0: once)", 0, 3600 * sec},
-        {"interval", K8S_FLAG_DURATION, &o->interval_ns, "between attempts (default 2s)",
-         sec / 1000, 600 * sec},
-        {"kubeconfig", K8S_FLAG_STRING, kubeconfig,
-         "kubeconfig for out-of-cluster use (default in-cluster service account)"},
-        {NULL},
-    };
-    int r = k8s_flags_parse(t, argc, argv, &argi, reterr);
-    if (r == 1) {
-        printf("Usage: mldiagnostics-webhook selftest [flags]\n\n"
-               "The chart's helm test: a dry-run create of a pod labelled %s=true\n"
-               "must come back injected; otherwise names the likely cause.\n\n",
-               WH_LABEL_MANAGED);
-        k8s_flags_usage(stdout, t);
-        return 1;
-    }
-    if (r == 0 && argi < argc)
-        r = k8s_error_set(reterr, -K8S_EINVAL, "unexpected argument: %s", argv[argi]);
-    if (r == 0 && (!*o->namespace || !*o->webhook_config || !*o->image))
+    *c = (struct cli){.o = {.namespace = "default",
+                            .webhook_config = "mldiagnostics-injection-webhook",
+                            .image = "registry.k8s.io/pause:3.10",
+                            .timeout_ns = 60 * SEC,
+                            .interval_ns = 2 * SEC,
+                            .request_timeout_ms = 10000},
+                      .kubeconfig = ""};
+}
+
+static int parse(struct cli *c, int argc, char **argv, int argi, struct k8s_error *reterr)
+{
+    struct cli dflt;
+    cli_init(&dflt);
+    *c = dflt;
+    int r = k8s_flags_command(
+        flags, c, &dflt,
+        "Usage: mldiagnostics-webhook selftest [flags]\n\n"
+        "The chart's helm test: a dry-run create of a pod labelled " WH_LABEL_MANAGED
+        "=true\nmust come back injected; otherwise "
+        "names the likely cause.\n\n",
+        argc, argv, argi, reterr);
+    if (r == 0 && (!*c->o.namespace || !*c->o.webhook_config || !*c->o.image))
         r = k8s_error_set(reterr, -K8S_EINVAL,
                           "--namespace, --webhook-config and --image must not be empty");
     return r;
@@ -312,10 +322,9 @@ static int parse(struct wh_selftest_opts *o, const char **kubeconfig, int argc, 
 
 int wh_selftest_main(int argc, char **argv, int argi)
 {
-    struct wh_selftest_opts o;
-    const char *kubeconfig = "";
+    struct cli cli;
     struct k8s_error err = {0};
-    int r = parse(&o, &kubeconfig, argc, argv, argi, &err);
+    int r = parse(&cli, argc, argv, argi, &err);
     if (r != 0) {
         if (r < 0)
             fprintf(stderr, "mldiagnostics-webhook selftest: %s (see --help)\n", err.message);
@@ -323,9 +332,9 @@ int wh_selftest_main(int argc, char **argv, int argi)
     }
     struct k8s_client *c = NULL;
     struct wh_selftest_result res = {0};
-    r = k8s_client_open(kubeconfig, &c, &err);
+    r = k8s_client_open(cli.kubeconfig, &c, &err);
     if (r == 0)
-        r = wh_selftest_run(c, &o, &res, &err);
+        r = wh_selftest_run(c, &cli.o, &res, &err);
     k8s_client_free(c);
     if (r < 0) {
         fprintf(stderr, "selftest failed: %s\n", err.message);

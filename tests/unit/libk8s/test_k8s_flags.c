@@ -20,7 +20,20 @@ struct vals {
 };
 
 static struct vals v;
-static struct k8s_flag table[8];
+
+#define AT(member) K8S_FLAG_AT(struct vals, member)
+
+static const struct k8s_flag table[] = {
+    {"leader-elect", K8S_FLAG_BOOL, AT(elect), "elect a leader"},
+    {"verbose", K8S_FLAG_BOOL, AT(verbose), "chatty"},
+    {"name", K8S_FLAG_STRING, AT(name), "a name"},
+    {"port", K8S_FLAG_INT, AT(port), "port", 1, 65535},
+    {"timeout", K8S_FLAG_DURATION, AT(timeout), "timeout", K8S_NSEC_PER_SEC,
+     3600 * K8S_NSEC_PER_SEC},
+    {"max-bytes", K8S_FLAG_BYTES, AT(size), "cap", 1024, 1LL << 30},
+    {"n", K8S_FLAG_INT, AT(count), "unbounded count"},
+    {NULL},
+};
 
 static void setup(void)
 {
@@ -31,18 +44,6 @@ static void setup(void)
                       .timeout = 5 * 60 * K8S_NSEC_PER_SEC,
                       .size = 8 << 20,
                       .count = 3};
-    const struct k8s_flag t[] = {
-        {"leader-elect", K8S_FLAG_BOOL, &v.elect, "elect a leader"},
-        {"verbose", K8S_FLAG_BOOL, &v.verbose, "chatty"},
-        {"name", K8S_FLAG_STRING, &v.name, "a name"},
-        {"port", K8S_FLAG_INT, &v.port, "port", 1, 65535},
-        {"timeout", K8S_FLAG_DURATION, &v.timeout, "timeout", K8S_NSEC_PER_SEC,
-         3600 * K8S_NSEC_PER_SEC},
-        {"max-bytes", K8S_FLAG_BYTES, &v.size, "cap", 1024, 1LL << 30},
-        {"n", K8S_FLAG_INT, &v.count, "unbounded count"},
-        {NULL},
-    };
-    memcpy(table, t, sizeof(t));
 }
 
 /* Parse a NULL-terminated argument list (argv[0] is the program). */
@@ -52,7 +53,7 @@ static int parse(int *argi, struct k8s_error *err, char **argv)
     while (argv[argc])
         argc++;
     *argi = 1;
-    return k8s_flags_parse(table, argc, argv, argi, err);
+    return k8s_flags_parse(table, &v, argc, argv, argi, err);
 }
 
 #define ARGV(...) ((char *[]){"prog", __VA_ARGS__, NULL})
@@ -209,7 +210,7 @@ Test(k8s_flags, start_index_respected)
 {
     char *argv[] = {"prog", "inject", "--port=5", "-f", NULL};
     int argi = 2;
-    cr_assert_eq(k8s_flags_parse(table, 3, argv, &argi, NULL), 0);
+    cr_assert_eq(k8s_flags_parse(table, &v, 3, argv, &argi, NULL), 0);
     cr_expect_eq(v.port, 5);
     cr_expect_eq(argi, 3);
 }
@@ -218,7 +219,7 @@ Test(k8s_flags, no_arguments)
 {
     char *argv[] = {"prog", NULL};
     int argi = 1;
-    cr_assert_eq(k8s_flags_parse(table, 1, argv, &argi, NULL), 0);
+    cr_assert_eq(k8s_flags_parse(table, &v, 1, argv, &argi, NULL), 0);
     cr_expect_eq(argi, 1);
     cr_expect_eq(v.port, 8443);
 }
@@ -288,22 +289,26 @@ Test(k8s_flags, help_returns_1)
         int argi;
         char *argv[] = {"prog", "--port=3", (char *)forms[i], "--name=x", NULL};
         argi = 1;
-        cr_expect_eq(k8s_flags_parse(table, 4, argv, &argi, NULL), 1, "%s", forms[i]);
+        cr_expect_eq(k8s_flags_parse(table, &v, 4, argv, &argi, NULL), 1, "%s", forms[i]);
         cr_expect_str_eq(v.name, "dflt", "%s: parsing stops at help", forms[i]);
     }
 }
 
+struct seed_args {
+    bool disable;
+    const char *metrics, *probe;
+    int64_t sidecar;
+};
+
 Test(k8s_flags, seed_operator_args)
 {
     /* the seed's --set args, in the chart's list form */
-    bool disable = false;
-    const char *metrics = ":8080", *probe = ":8081";
-    int64_t sidecar = 5 * 60 * K8S_NSEC_PER_SEC;
-    struct k8s_flag t[] = {
-        {"metrics-bind-address", K8S_FLAG_STRING, &metrics, ""},
-        {"health-probe-bind-address", K8S_FLAG_STRING, &probe, ""},
-        {"sidecar-timeout", K8S_FLAG_DURATION, &sidecar, ""},
-        {"disable-hostname-override", K8S_FLAG_BOOL, &disable, ""},
+    struct seed_args a = {false, ":8080", ":8081", 5 * 60 * K8S_NSEC_PER_SEC};
+    static const struct k8s_flag t[] = {
+        {"metrics-bind-address", K8S_FLAG_STRING, K8S_FLAG_AT(struct seed_args, metrics), ""},
+        {"health-probe-bind-address", K8S_FLAG_STRING, K8S_FLAG_AT(struct seed_args, probe), ""},
+        {"sidecar-timeout", K8S_FLAG_DURATION, K8S_FLAG_AT(struct seed_args, sidecar), ""},
+        {"disable-hostname-override", K8S_FLAG_BOOL, K8S_FLAG_AT(struct seed_args, disable), ""},
         {NULL},
     };
     char *argv[] = {"op",
@@ -313,11 +318,11 @@ Test(k8s_flags, seed_operator_args)
                     "--disable-hostname-override",
                     NULL};
     int argi = 1;
-    cr_assert_eq(k8s_flags_parse(t, 5, argv, &argi, NULL), 0);
-    cr_expect_str_eq(metrics, ":8443");
-    cr_expect_str_eq(probe, ":8081");
-    cr_expect_eq(sidecar, 65 * 60 * K8S_NSEC_PER_SEC);
-    cr_expect(disable);
+    cr_assert_eq(k8s_flags_parse(t, &a, 5, argv, &argi, NULL), 0);
+    cr_expect_str_eq(a.metrics, ":8443");
+    cr_expect_str_eq(a.probe, ":8081");
+    cr_expect_eq(a.sidecar, 65 * 60 * K8S_NSEC_PER_SEC);
+    cr_expect(a.disable);
     cr_expect_eq(argi, 5);
 }
 
@@ -327,7 +332,7 @@ Test(k8s_flags, usage_lines)
     size_t n = 0;
     FILE *f = open_memstream(&text, &n);
     cr_assert_not_null(f);
-    k8s_flags_usage(f, table);
+    k8s_flags_usage(f, table, &v);
     fclose(f);
     cr_expect_not_null(strstr(text, "  --leader-elect"), "%s", text);
     cr_expect_not_null(strstr(text, "--port int"), "%s", text);
@@ -336,6 +341,13 @@ Test(k8s_flags, usage_lines)
     cr_expect_not_null(strstr(text, "--name string"), "%s", text);
     cr_expect_not_null(strstr(text, "  -n int"), "%s", text);
     cr_expect_not_null(strstr(text, "elect a leader\n"), "%s", text);
+    /* defaults from the settings as initialised; zero values print none */
+    cr_expect_not_null(strstr(text, "chatty (default true)\n"), "%s", text);
+    cr_expect_not_null(strstr(text, "a name (default dflt)\n"), "%s", text);
+    cr_expect_not_null(strstr(text, "port (default 8443)\n"), "%s", text);
+    cr_expect_not_null(strstr(text, "timeout (default 5m0s)\n"), "%s", text);
+    cr_expect_not_null(strstr(text, "cap (default 8Mi)\n"), "%s", text);
+    cr_expect_not_null(strstr(text, "unbounded count (default 3)\n"), "%s", text);
     int lines = 0;
     for (char *p = text; *p; p++)
         lines += *p == '\n';
@@ -370,4 +382,41 @@ Test(k8s_flags, bytes_parser)
                      (long long)x);
         cr_expect_eq(x, 77, "\"%s\"", bad[i]);
     }
+}
+
+Test(k8s_flags, json_of_the_settings_in_table_order)
+{
+    v.name = "x\"y";
+    json_t *j = k8s_flags_json(table, &v);
+    cr_assert_not_null(j);
+    char *text = json_dumps(j, JSON_COMPACT);
+    cr_expect_str_eq(text, "{\"leader-elect\":false,\"verbose\":true,\"name\":\"x\\\"y\","
+                           "\"port\":8443,\"timeout\":\"5m0s\",\"max-bytes\":8388608,\"n\":3}");
+    free(text);
+    json_decref(j);
+    cr_expect_eq(k8s_flags_count(table), 7);
+}
+
+struct cmd {
+    const char *name;
+    bool on;
+};
+
+Test(k8s_flags, a_command_prints_its_usage_and_refuses_positional_arguments)
+{
+    static const struct k8s_flag t[] = {
+        {"name", K8S_FLAG_STRING, K8S_FLAG_AT(struct cmd, name), "the name"},
+        {"on", K8S_FLAG_BOOL, K8S_FLAG_AT(struct cmd, on), "switch", .opts = K8S_FLAG_NO_JSON},
+        {NULL},
+    };
+    struct cmd dflt = {"abc", false}, c = dflt;
+    struct k8s_error err = {0};
+    cr_assert_eq(k8s_flags_command(t, &c, &dflt, "Usage: x\n", 3, ARGV("--on", "extra"), 1, &err),
+                 -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "unexpected argument: extra");
+    cr_expect(c.on);
+    json_t *j = k8s_flags_json(t, &c);
+    cr_expect_null(json_object_get(j, "on"), "K8S_FLAG_NO_JSON");
+    cr_expect_str_eq(json_string_value(json_object_get(j, "name")), "abc");
+    json_decref(j);
 }
