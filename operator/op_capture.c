@@ -365,6 +365,7 @@ static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t 
         *res = OP_RETRY;
         return APPLIED;
     }
+    tell(c, p, obj, key); /* the metrics read the results: before the release */
     if (p->release) {
         pthread_mutex_lock(&c->lock);
         struct run *r = run_find(c, key);
@@ -372,7 +373,6 @@ static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t 
             run_release(c, r);
         pthread_mutex_unlock(&c->lock);
     }
-    tell(c, p, obj, key);
     if (!p->again)
         return APPLIED;
     *a = (struct answers){.obj = written};

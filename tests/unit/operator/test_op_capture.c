@@ -60,6 +60,7 @@ Test(capture_trim, live_and_new_resources_are_kept_whole)
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_buf.h"
 #include "k8s_time.h"
 #include "op_pod.h"
 #include "op_proto.h"
@@ -91,6 +92,7 @@ static struct {
     struct k8s_store *conns, *pods;
     struct op_queue *queue;
     struct op_config cfg;
+    struct k8s_metrics *metrics;
 } w;
 
 static int64_t fake_now(void)
@@ -301,6 +303,7 @@ static void world_init(void)
     w.pods = k8s_store_new();
     k8s_store_set_transform(w.pods, op_pod_pack);
     w.queue = op_queue_new(NULL);
+    w.metrics = k8s_metrics_new();
     op_config_init(&w.cfg);
     pod("p-0", true);
     pod("p-1", true);
@@ -320,6 +323,7 @@ static void world_done(void)
 {
     join_cancellers();
     op_queue_free(w.queue);
+    k8s_metrics_free(w.metrics);
     k8s_store_free(w.conns);
     k8s_store_free(w.pods);
     json_decref(w.objs);
@@ -337,6 +341,7 @@ static struct op_capture *start(void)
         .stores = stores,
         .queue = w.queue,
         .cfg = &w.cfg,
+        .metrics = w.metrics,
         .now_ns = fake_now,
     };
     struct op_capture *c;
@@ -415,6 +420,31 @@ Test(capture, from_creation_to_succeeded_with_an_event_per_transition)
     crash(c);
 }
 
+/* The metrics' text has this line. */
+static bool metric(const char *line)
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    cr_assert_eq(k8s_metrics_render(w.metrics, &b), 0);
+    bool found = b.data && strstr(b.data, line);
+    k8s_buf_done(&b);
+    return found;
+}
+
+Test(capture, outcomes_and_rpcs_are_counted)
+{
+    create("x", "p-0,p-1", NULL);
+    struct op_capture *c = start();
+    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert(deliver(0, OP_GRPC_OK, ""));
+    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert(metric("mldiagnostics_operator_captures_total{outcome=\"succeeded\"} 1"));
+    cr_assert(metric("mldiagnostics_operator_rpcs_total{code=\"OK\"} 2"), "one per host");
+    cr_assert(metric("mldiagnostics_operator_rpc_duration_seconds_count 2"));
+    cr_assert(metric("mldiagnostics_operator_capture_duration_seconds_count 1"));
+    crash(c);
+}
+
 Test(capture, a_failed_host_fails_the_capture_naming_it)
 {
     struct op_capture *c = start();
@@ -427,6 +457,8 @@ Test(capture, a_failed_host_fails_the_capture_naming_it)
         json_object_get(json_object_get(status_of("ml/x"), "captureResult"), "errorMessage"));
     cr_assert(strstr(em, "pod p-1: INTERNAL: Another profiling session active."), "%s", em);
     cr_assert_eq(events_with("Failed"), 1);
+    cr_assert(metric("mldiagnostics_operator_captures_total{outcome=\"failed\"} 1"));
+    cr_assert(metric("mldiagnostics_operator_rpcs_total{code=\"INTERNAL\"} 2"));
     crash(c);
 }
 
