@@ -12,12 +12,13 @@
 #include "k8s_watch.h"
 #include "op_audit.h"
 #include "op_capture.h"
+#include "op_manager.h"
+#include "op_map.h"
 #include "op_pod.h"
 #include "op_queue.h"
 #include "op_relay.h"
 #include "op_status.h"
 
-#define MAX_WORKERS     64
 #define QUEUE_MAX_DELAY (30 * K8S_NSEC_PER_SEC)
 
 enum src_kind { SRC_CONNS, SRC_PODS, SRC_JOBSETS, SRC_RAYJOBS, SRC_LWS, SRC_NAMESPACES, N_SRC };
@@ -60,18 +61,26 @@ static const struct k8s_json_filter rayjob_status[] = {{"rayClusterName", NULL},
 static const struct k8s_json_filter rayjob_keep[] = {
     {"metadata", wl_meta}, {"status", rayjob_status}, {NULL}};
 
-/* optional: read by the audit only, never waited for (the namespace
- * label opt-in of §3.3; a cluster whose RBAC withholds namespaces still
- * gets ready, its audit just cannot see that opt-in) */
+/* The watch sources, as controller-runtime registers them: what to watch
+ * and keep, and the mapper from an event to the keys it queues (map;
+ * NULL: op_map_namespace, the unfinished captures a pod or workload of
+ * that namespace may be waiting for). relisted: what a relist found
+ * changed is mapped too (a gap in the watch hid it). optional: read by
+ * the audit only, never waited for (the namespace label opt-in of §3.3;
+ * a cluster whose RBAC withholds namespaces still gets ready, its audit
+ * just cannot see that opt-in). */
 static const struct {
     const char *resource, *prefix, *plural;
     bool metadata_only;
     const struct k8s_json_filter *filter;
     bool cluster_scoped, optional;
+    op_map_fn map;
+    bool relisted;
+    k8s_store_transform_fn transform; /* what the cache keeps of an object */
 } sources[N_SRC] = {
     [SRC_CONNS] = {"mldiagnosticsconnections.diagon.gke.io", "/apis/" OP_GROUP_VERSION, OP_PLURAL,
-                   false, NULL},
-    [SRC_PODS] = {"pods", "/api/v1", "pods", false, pod_keep},
+                   false, NULL, .map = op_map_self, .relisted = true, .transform = op_capture_trim},
+    [SRC_PODS] = {"pods", "/api/v1", "pods", false, pod_keep, .transform = op_pod_pack},
     [SRC_JOBSETS] = {"jobsets.jobset.x-k8s.io", "/apis/jobset.x-k8s.io/v1alpha2", "jobsets", true,
                      wl_keep},
     [SRC_RAYJOBS] = {"rayjobs.ray.io", "/apis/ray.io/v1", "rayjobs", false, rayjob_keep},
@@ -99,8 +108,7 @@ struct op_controller {
     struct op_api_io io; /* what the capture reconciler reaches */
     struct op_capture *capture;
     struct op_audit *audit;
-    pthread_t workers[MAX_WORKERS];
-    int nworkers;
+    struct op_manager mgr; /* the workers running the capture reconciler */
     bool leading;
     pthread_t audit_thread, resync_thread;
     bool audit_started, resync_started;
@@ -127,61 +135,34 @@ static void stores_now(void *ud, struct op_stores *out)
     };
 }
 
-struct enqueue_scan {
-    struct op_queue *q;
-    const char *ns; /* NULL: every namespace */
-};
-
-static void enqueue_unfinished(void *ud, const char *key, const json_t *obj)
+static struct op_map_ctx map_ctx(const struct op_controller *c)
 {
-    struct enqueue_scan *s = ud;
-    const char *phase = op_str2(obj, "status", "phase");
-    if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")))
-        return;
-    const char *pns = op_str2(json_object_get(obj, "spec"), "triggerCapture", "podNamespace");
-    const char *own = op_str2(obj, "metadata", "namespace");
-    const char *target = pns && *pns ? pns : own;
-    if (!s->ns || (target && !strcmp(target, s->ns)))
-        op_queue_add(s->q, key);
+    return (struct op_map_ctx){c->queue, c->src[SRC_CONNS].store};
 }
 
 static void on_changed(void *ud, enum k8s_watch_event_type ev, const json_t *obj)
 {
     (void)ev;
     struct source *src = ud;
-    struct op_controller *c = src->ctl;
-    if (src->kind == SRC_CONNS) {
-        char key[600];
-        if (k8s_store_key(obj, key, sizeof(key)))
-            op_queue_add(c->queue, key);
-        return;
-    }
-    struct enqueue_scan s = {c->queue, op_str2(obj, "metadata", "namespace")};
-    if (s.ns)
-        k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
+    struct op_map_ctx ctx = map_ctx(src->ctl);
+    (sources[src->kind].map ? sources[src->kind].map : op_map_namespace)(&ctx, obj);
 }
 
-/* What a relist found changed in the resources (a gap in the watch hid
- * it): a removed one is queued so its run is dropped and its RPCs are
- * cancelled, the others as a watch event would have queued them. */
 static void on_relisted(void *ud, enum k8s_watch_event_type ev, const char *key, const json_t *obj)
 {
     struct source *src = ud;
-    if (ev == K8S_EV_DELETED) {
-        op_queue_add(src->ctl->queue, key);
-        return;
-    }
-    struct enqueue_scan s = {src->ctl->queue, NULL};
-    enqueue_unfinished(&s, key, obj);
+    struct op_map_ctx ctx = map_ctx(src->ctl);
+    op_map_relisted(&ctx, key, ev == K8S_EV_DELETED ? NULL : obj);
 }
 
+/* A (re)list done: every unfinished capture may find what it waits for. */
 static void on_listed(void *ud)
 {
     struct source *src = ud;
     if (sources[src->kind].optional)
         return; /* nothing of a capture depends on it */
-    struct enqueue_scan s = {src->ctl->queue, NULL};
-    k8s_store_each(src->ctl->src[SRC_CONNS].store, enqueue_unfinished, &s);
+    struct op_map_ctx ctx = map_ctx(src->ctl);
+    op_map_unfinished(&ctx, NULL);
 }
 
 static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *err)
@@ -218,28 +199,10 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
 
 /* ---------- workers ---------- */
 
-static void *worker(void *arg)
+static enum op_result reconcile_capture(void *ud, const char *key, int64_t *after,
+                                        struct k8s_error *err)
 {
-    struct op_controller *c = arg;
-    char *key;
-    while ((key = op_queue_get(c->queue))) {
-        int64_t after = 0;
-        struct k8s_error err = {0};
-        enum op_result r = op_capture_reconcile(c->capture, key, &after, &err);
-        if (r == OP_RETRY) {
-            k8s_log_json(K8S_LOG_WARN, "reconcile failed; retrying",
-                         json_pack("{s:s, s:s, s:i}", "resource", key, "error", err.message,
-                                   "failures", op_queue_failures(c->queue, key)));
-            op_queue_add_rate_limited(c->queue, key);
-        } else {
-            op_queue_forget(c->queue, key);
-            if (r == OP_REQUEUE_AFTER)
-                op_queue_add_after(c->queue, key, after);
-        }
-        op_queue_done(c->queue, key);
-        free(key);
-    }
-    return NULL;
+    return op_capture_reconcile(ud, key, after, err);
 }
 
 static void *auditor(void *arg)
@@ -276,8 +239,8 @@ static void *resyncer(void *arg)
         bool lead = c->leading;
         pthread_mutex_unlock(&c->lock);
         if (lead) {
-            struct enqueue_scan s = {c->queue, NULL};
-            k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
+            struct op_map_ctx ctx = map_ctx(c);
+            op_map_unfinished(&ctx, NULL);
             k8s_log_json(K8S_LOG_DEBUG, "resync: unfinished captures queued again",
                          json_pack("{s:I}", "queued", (json_int_t)op_queue_len(c->queue)));
         }
@@ -336,10 +299,8 @@ static int start_source(struct op_controller *c, enum src_kind k, struct k8s_err
         snprintf(s->path, sizeof(s->path), "%s/%s", sources[k].prefix, sources[k].plural);
     if (!(s->store = k8s_store_new()))
         return k8s_error_set(err, -K8S_ENOMEM, "out of memory");
-    if (k == SRC_PODS)
-        k8s_store_set_transform(s->store, op_pod_pack); /* ~200 bytes a pod */
-    if (k == SRC_CONNS)
-        k8s_store_set_transform(s->store, op_capture_trim);
+    if (sources[k].transform) /* pods: ~200 bytes each (op_pod) */
+        k8s_store_set_transform(s->store, sources[k].transform);
     struct k8s_watch_spec spec = {.resource = sources[k].resource,
                                   .path = s->path,
                                   .metadata_only = sources[k].metadata_only,
@@ -347,7 +308,7 @@ static int start_source(struct op_controller *c, enum src_kind k, struct k8s_err
     struct k8s_watch_hooks hooks = {.state = on_state,
                                     .changed = on_changed,
                                     .listed = on_listed,
-                                    .relisted = k == SRC_CONNS ? on_relisted : NULL,
+                                    .relisted = sources[k].relisted ? on_relisted : NULL,
                                     .ud = s};
     int r = k8s_watch_start(c->client, &spec, s->store, &hooks, &s->watch);
     return r < 0 ? k8s_error_set(err, r, "cannot watch %s", sources[k].resource) : 0;
@@ -416,28 +377,24 @@ bool op_controller_synced(void *ctl, char *why, size_t cap)
 
 void op_controller_lead(struct op_controller *c)
 {
-    if (c->nworkers || !op_controller_synced(c, NULL, 0))
+    if (c->mgr.n || !op_controller_synced(c, NULL, 0))
         return;
     pthread_mutex_lock(&c->lock);
     c->leading = true;
     pthread_cond_broadcast(&c->cond); /* audit now with events */
     pthread_mutex_unlock(&c->lock);
     op_capture_adopt(c->capture); /* who holds which pod, before anything is dispatched */
-    struct enqueue_scan s = {c->queue, NULL};
-    k8s_store_each(c->src[SRC_CONNS].store, enqueue_unfinished, &s);
-    int n = (int)c->cfg->workers < MAX_WORKERS ? (int)c->cfg->workers : MAX_WORKERS;
-    for (int i = 0; i < n; i++)
-        if (pthread_create(&c->workers[c->nworkers], NULL, worker, c) == 0)
-            c->nworkers++;
-    k8s_log_json(K8S_LOG_INFO, "reconciling", json_pack("{s:i}", "workers", c->nworkers));
+    struct op_map_ctx ctx = map_ctx(c);
+    op_map_unfinished(&ctx, NULL);
+    struct op_reconciler rec = {reconcile_capture, c->capture};
+    int n = op_manager_start(&c->mgr, c->queue, &rec, (int)c->cfg->workers);
+    k8s_log_json(K8S_LOG_INFO, "reconciling", json_pack("{s:i}", "workers", n));
 }
 
 static void stop_workers(struct op_controller *c)
 {
     op_queue_shutdown(c->queue);
-    for (int i = 0; i < c->nworkers; i++)
-        pthread_join(c->workers[i], NULL);
-    c->nworkers = 0;
+    op_manager_stop(&c->mgr);
     pthread_mutex_lock(&c->lock);
     c->leading = false;
     pthread_mutex_unlock(&c->lock);

@@ -1,9 +1,11 @@
 /*
  * op_controller — wires the operator together the way controller-runtime
- * does: watch sources (MLDiagnosticsConnections; pods trimmed to what
- * targeting and auditing read; JobSets and LeaderWorkerSets as metadata;
- * RayJobs with their cluster name) → caches → a rate-limited work queue of
- * resource keys → worker threads running the reconciler (op_capture).
+ * does: watch sources, registered by one table (MLDiagnosticsConnections;
+ * pods trimmed to what targeting and auditing read; JobSets and
+ * LeaderWorkerSets as metadata; RayJobs with their cluster name) → caches
+ * → each source's event-to-key mapper (op_map) → a rate-limited work
+ * queue of resource keys → the manager's workers (op_manager) calling the
+ * reconciler (op_capture: op_plan's pure step, then its apply).
  *
  * Every watch runs on every replica, so /readyz means "caches synced" on
  * leader and followers alike; workers start once this replica leads and

@@ -1,0 +1,57 @@
+#include "op_map.h"
+
+#include <string.h>
+
+#include "op_plan.h"
+#include "op_status.h"
+
+bool op_map_is_unfinished(const json_t *conn)
+{
+    return !op_phase_terminal(op_str2(conn, "status", "phase"));
+}
+
+struct scan {
+    const struct op_map_ctx *ctx;
+    const char *ns; /* NULL: every namespace */
+};
+
+static void queue_unfinished(void *ud, const char *key, const json_t *obj)
+{
+    const struct scan *s = ud;
+    if (!op_map_is_unfinished(obj))
+        return;
+    const char *pns = op_str2(json_object_get(obj, "spec"), "triggerCapture", "podNamespace");
+    const char *own = op_str2(obj, "metadata", "namespace");
+    const char *target = pns && *pns ? pns : own;
+    if (!s->ns || (target && !strcmp(target, s->ns)))
+        op_queue_add(s->ctx->queue, key);
+}
+
+void op_map_self(const struct op_map_ctx *ctx, const json_t *obj)
+{
+    char key[600];
+    if (k8s_store_key(obj, key, sizeof(key)))
+        op_queue_add(ctx->queue, key);
+}
+
+void op_map_namespace(const struct op_map_ctx *ctx, const json_t *obj)
+{
+    const char *ns = op_str2(obj, "metadata", "namespace");
+    if (ns)
+        op_map_unfinished(ctx, ns);
+}
+
+void op_map_unfinished(const struct op_map_ctx *ctx, const char *ns)
+{
+    struct scan s = {ctx, ns};
+    k8s_store_each(ctx->conns, queue_unfinished, &s);
+}
+
+void op_map_relisted(const struct op_map_ctx *ctx, const char *key, const json_t *obj)
+{
+    struct scan s = {ctx, NULL};
+    if (!obj)
+        op_queue_add(ctx->queue, key);
+    else
+        queue_unfinished(&s, key, obj);
+}
