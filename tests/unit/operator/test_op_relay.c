@@ -66,10 +66,11 @@ static void answer(struct conn *c, int32_t sid)
     const struct request *rq = c->rq;
     pthread_mutex_lock(&sv.lock);
     bool flaky = body_has(rq, "flaky") && sv.flaky_left > 0 && sv.flaky_left--;
+    bool hang = body_has(rq, "hang"), busy = body_has(rq, "busy");
     pthread_mutex_unlock(&sv.lock);
-    if (body_has(rq, "hang"))
+    if (hang)
         return; /* never answers: the caller cancels */
-    int code = body_has(rq, "busy") ? OP_GRPC_INTERNAL : flaky ? OP_GRPC_UNAVAILABLE : OP_GRPC_OK;
+    int code = busy ? OP_GRPC_INTERNAL : flaky ? OP_GRPC_UNAVAILABLE : OP_GRPC_OK;
     const char *msg = code == OP_GRPC_INTERNAL      ? "Another profiling session active."
                       : code == OP_GRPC_UNAVAILABLE ? "try again"
                                                     : "";
@@ -91,9 +92,11 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
                 {"content-type", rq->content_type},
                 {"te", rq->te},
                 {"grpc-timeout", rq->timeout}};
+    pthread_mutex_lock(&sv.lock); /* the test reads it: no race through the socket */
     for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
         if (strlen(keep[i].name) == nlen && !memcmp(name, keep[i].name, nlen))
             snprintf(keep[i].to, 64, "%.*s", (int)vlen, value);
+    pthread_mutex_unlock(&sv.lock);
     return 0;
 }
 
@@ -102,9 +105,11 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t sid, const uint8_t
 {
     (void)s, (void)flags, (void)sid;
     struct request *rq = ((struct conn *)ud)->rq;
+    pthread_mutex_lock(&sv.lock);
     cr_assert_leq(rq->len + len, sizeof(rq->body));
     memcpy(rq->body + rq->len, data, len);
     rq->len += len;
+    pthread_mutex_unlock(&sv.lock);
     return 0;
 }
 
@@ -278,6 +283,7 @@ Test(op_relay, a_batch_sends_one_profile_rpc_per_host_and_reports_once)
         cr_assert_eq(sv.res[i].attempts, 1);
         cr_assert(sv.res[i].wire_ns > 0 && sv.res[i].done_ns >= sv.res[i].sent_ns);
     }
+    pthread_mutex_lock(&sv.lock);
     cr_assert_eq(sv.nreq, 3, "one connection per RPC");
     for (size_t i = 0; i < sv.nreq; i++) {
         const struct request *rq = &sv.req[i];
@@ -291,6 +297,7 @@ Test(op_relay, a_batch_sends_one_profile_rpc_per_host_and_reports_once)
                   "session id and repository root");
         cr_assert(body_has(rq, "ok-"), "host_name: the pod");
     }
+    pthread_mutex_unlock(&sv.lock);
     cr_assert(idle(r), "the batch is over once its callback ran");
     op_relay_free(r);
 }
@@ -316,7 +323,9 @@ Test(op_relay, unavailable_is_retried)
     wait_done();
     cr_assert_eq(sv.res[0].code, OP_GRPC_OK, "%s", sv.res[0].message);
     cr_assert_eq(sv.res[0].attempts, 2);
+    pthread_mutex_lock(&sv.lock);
     cr_assert_eq(sv.nreq, 2);
+    pthread_mutex_unlock(&sv.lock);
     op_relay_free(r);
 }
 
