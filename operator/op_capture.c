@@ -237,9 +237,10 @@ static void on_batch_done(void *ud, uint64_t id, const struct op_host_result *re
             requeue = strdup(r->key);
         }
     }
+    bool stopping = c->stopping; /* read under the lock: shutdown writes it */
     pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
-    if (requeue && !c->stopping)
+    if (requeue && !stopping)
         op_queue_add(c->d.queue, requeue);
     free(requeue);
 }

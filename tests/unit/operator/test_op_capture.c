@@ -123,6 +123,7 @@ static int fake_put(void *ud, const json_t *obj, json_t *status, json_t **ret,
     json_t *cur = json_object_get(w.objs, key);
     const char *rv = op_str2(obj, "metadata", "resourceVersion");
     int r = 0;
+    json_t *cached = NULL;
     if (!cur) {
         r = k8s_error_set(err, -K8S_ENOTFOUND, "%s not found", key);
     } else if (w.conflicts > 0 || !rv || strcmp(rv, op_str2(cur, "metadata", "resourceVersion"))) {
@@ -136,10 +137,12 @@ static int fake_put(void *ud, const json_t *obj, json_t *status, json_t **ret,
         json_object_set(cur, "status", status);
         json_object_set_new(json_object_get(cur, "metadata"), "resourceVersion",
                             json_sprintf("%d", ++w.rv));
-        k8s_store_put_new(w.conns, json_deep_copy(cur)); /* the watch, at once */
+        cached = json_deep_copy(cur);
         *ret = json_deep_copy(cur);
     }
     pthread_mutex_unlock(&w.lock);
+    if (cached) /* the watch, at once; outside our lock, as a watch thread would */
+        k8s_store_put_new(w.conns, cached);
     json_decref(status);
     return r;
 }
@@ -276,8 +279,8 @@ static void create(const char *name, const char *pods, json_t *status)
     char key[300];
     k8s_store_key(o, key, sizeof(key));
     json_object_set(w.objs, key, o);
-    k8s_store_put_new(w.conns, json_deep_copy(o));
     pthread_mutex_unlock(&w.lock);
+    k8s_store_put_new(w.conns, json_deep_copy(o)); /* the cache's own copy */
     json_decref(o);
 }
 
@@ -286,8 +289,8 @@ static void delete (const char *key)
     pthread_mutex_lock(&w.lock);
     json_t *o = json_incref(json_object_get(w.objs, key));
     json_object_del(w.objs, key);
-    k8s_store_remove(w.conns, o);
     pthread_mutex_unlock(&w.lock);
+    k8s_store_remove(w.conns, o);
     json_decref(o);
 }
 
