@@ -336,7 +336,7 @@ class CaptureTest(OperatorTest):
             "cross-ns": ({"podName": pods[0], "podNamespace": "other"},
                          r"podNamespace: \"other\" differs .*--allow-cross-namespace"),
             "bad-kind": ({"podName": None, "workloadRef": {"kind": "Deployment", "name": "x"}},
-                         r"workloadRef.kind: must be JobSet, RayJob or LeaderWorkerSet"),
+                         r"workloadRef.kind: must be JobSet, LeaderWorkerSet, RayJob, TrainJob or PyTorchJob"),
             "both": ({"podName": pods[0], "workloadRef": {"kind": "JobSet", "name": "x"}},
                      r"set one of them, not both"),
         }

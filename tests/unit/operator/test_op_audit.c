@@ -35,10 +35,9 @@ static void setup(void)
 {
     json_t *cache = ts_load_json("unit/op_audit/cache.json");
     st = (struct op_stores){.pods = store_of(cache, "pods"),
-                            .jobsets = store_of(cache, "jobsets"),
-                            .rayjobs = k8s_store_new(),
-                            .lws = k8s_store_new(),
                             .namespaces = store_of(cache, "namespaces")};
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++) /* the cached kinds, by their plural */
+        st.kinds[k] = store_of(cache, k8s_kinds[k].plural);
     json_decref(cache);
     m = k8s_metrics_new();
     audit = op_audit_new(NULL, stores, NULL, m, "test");
@@ -50,9 +49,8 @@ static void teardown(void)
     op_audit_free(audit);
     k8s_metrics_free(m);
     k8s_store_free(st.pods);
-    k8s_store_free(st.jobsets);
-    k8s_store_free(st.rayjobs);
-    k8s_store_free(st.lws);
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++)
+        k8s_store_free(st.kinds[k]);
     k8s_store_free(st.namespaces);
 }
 
