@@ -133,3 +133,27 @@ Test(op_targets, workloads_missing_or_without_pods)
     cr_assert_str_eq(t.why, "LeaderWorkerSet ml/serve not found (its CRD is not installed)");
     op_targets_done(&t);
 }
+
+/* Kubeflow: a TrainJob's pods are its JobSet's (the JobSet has its name);
+ * a PyTorchJob's carry its job-name label with operator-name
+ * pytorchjob-controller (a TFJob's pods share the job-name key). */
+Test(op_targets, trainjob_and_pytorchjob)
+{
+    struct op_targets t = resolve_ref(K8S_KIND_TRAINJOB, "tj-1");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 1);
+    cr_assert_str_eq(t.v[0].pod, "tj-1-node-0-0-x7k2p");
+    op_targets_done(&t);
+    t = resolve_ref(K8S_KIND_PYTORCHJOB, "pt-1");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 2, "not the TFJob's pod");
+    cr_assert_str_eq(t.v[0].pod, "pt-1-master-0");
+    cr_assert_str_eq(t.v[1].pod, "pt-1-worker-0");
+    op_targets_done(&t);
+    t = resolve_ref(K8S_KIND_TRAINJOB, "tj-9");
+    cr_assert_eq(t.state, OP_TARGETS_FAIL);
+    cr_assert_str_eq(t.why, "TrainJob ml/tj-9 not found");
+    cr_assert_str_eq(t.absent[0],
+                     "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/tj-9");
+    op_targets_done(&t);
+}
