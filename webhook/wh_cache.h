@@ -1,8 +1,7 @@
 /*
  * wh_cache — the webhook's view of the cluster: list+watch caches of the
- * metadata of namespaces and of the workload kinds the kind table marks
- * watched (k8s_kinds: JobSets, LeaderWorkerSets, RayJobs, RayClusters,
- * Jobs, TrainJobs, PyTorchJobs; PartialObjectMetadata, managedFields
+ * metadata of namespaces and of the workload kinds the kind table
+ * (k8s_kinds) marks watched (PartialObjectMetadata, managedFields
  * dropped), serving the mutation core's lookups (wh_lookup) with no API
  * call in steady state.
  *

@@ -5,9 +5,8 @@
  *   2. pod label "true" → inject;
  *   3. workload label "true" → inject;
  *   4. namespace label "true" and the pod belongs to a kind the kind
- *      table says the namespace label covers (k8s_kinds, K8S_KIND_NS_LABEL:
- *      JobSet, LeaderWorkerSet, RayJob, RayCluster, Job, TrainJob,
- *      PyTorchJob) → inject;
+ *      table says the namespace label covers (k8s_kinds, K8S_KIND_NS_LABEL)
+ *      → inject;
  *   5. otherwise skip.
  * Pure function; reentrant.
  */
