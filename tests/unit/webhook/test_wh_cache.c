@@ -19,43 +19,21 @@
 #include "wh_cache.h"
 #include "test_support.h"
 
-static pid_t fake_pid;
-static FILE *fake_in, *fake_out;
+static struct ts_fake fake;
 static struct k8s_client *client;
 static struct k8s_metrics *metrics;
 static struct wh_cache *cache;
 
 static void command(const char *cmd)
 {
-    char ok[16];
-    fprintf(fake_in, "%s\n", cmd);
-    fflush(fake_in);
-    cr_assert_eq(fscanf(fake_out, "%15s", ok), 1, "%s", cmd);
+    ts_fake_command(&fake, cmd);
 }
 
-static void start_fake(void)
+static void setup(void)
 {
-    int in[2], out[2], port = 0;
-    cr_assert(pipe(in) == 0 && pipe(out) == 0);
-    char *serve = ts_fixture_path("../fakes/serve.py");
-    fake_pid = fork();
-    cr_assert_geq(fake_pid, 0);
-    if (fake_pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execl("/usr/bin/python3", "python3", "-B", serve, (char *)NULL);
-        _exit(127);
-    }
-    free(serve);
-    close(in[0]);
-    close(out[1]);
-    fake_in = fdopen(in[1], "w");
-    fake_out = fdopen(out[0], "r");
-    cr_assert_eq(fscanf(fake_out, "%d", &port), 1, "the fake API server did not start");
+    ts_fake_start(&fake);
     char server[64];
-    snprintf(server, sizeof(server), "http://127.0.0.1:%d", port);
+    snprintf(server, sizeof(server), "http://127.0.0.1:%d", fake.port);
     struct k8s_config cfg = {.server = server};
     struct k8s_error err;
     cr_assert_eq(k8s_client_new(&cfg, &client, &err), 0, "%s", err.message);
@@ -72,20 +50,13 @@ static void start_cache(void)
     cr_assert(wh_cache_synced(cache), "the caches did not sync");
 }
 
-static void setup(void)
-{
-    start_fake();
-}
-
 static void teardown(void)
 {
     wh_cache_free(cache);
     cache = NULL;
     k8s_metrics_free(metrics);
     k8s_client_free(client);
-    fclose(fake_in); /* EOF: the fake stops */
-    fclose(fake_out);
-    waitpid(fake_pid, NULL, 0);
+    ts_fake_stop(&fake);
 }
 
 TestSuite(wh_cache, .init = setup, .fini = teardown, .timeout = 60);
