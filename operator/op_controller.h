@@ -1,8 +1,8 @@
 /*
  * op_controller — wires the operator together the way controller-runtime
  * does: watch sources (MLDiagnosticsConnections; pods trimmed to what
- * targeting and auditing read; JobSets and LeaderWorkerSets as metadata;
- * RayJobs with their cluster name) → caches → a rate-limited work queue of
+ * targeting and auditing read; the workloadRef kinds of the kind table,
+ * k8s_kinds, as metadata, a RayJob with its cluster name) → caches → a rate-limited work queue of
  * resource keys → worker threads running the reconciler (op_capture).
  *
  * Every watch runs on every replica, so /readyz means "caches synced" on
