@@ -5,15 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_kinds.h"
 #include "k8s_log.h"
 #include "k8s_mlrun.h"
+#include "k8s_names.h"
 #include "op_event.h"
 #include "op_pod.h"
 #include "op_status.h"
 
-#define OPT_KEY     "managed-mldiagnostics-gke"
-#define EXEMPT_KEY  "diagon-webhook-exempt"
+#define OPT_KEY     K8S_LABEL_MANAGED
+#define EXEMPT_KEY  K8S_LABEL_EXEMPT
 #define NAMES_SHOWN 5
+#define MAX_CLIMB   4
 
 /* What the audit reports, one row each. */
 enum { F_UNINJECTED, F_INCOMPLETE, N_FINDINGS };
@@ -28,21 +31,6 @@ static const struct {
                       "Injected pods whose identity lacks a field the google-cloud-mldiagnostics "
                       "SDK requires (it refuses to start a run), per workload.",
                       "IncompleteIdentity"},
-};
-
-/* API versions of the kinds an identity may name (for the event; a Pod
- * is the pod itself). */
-static const struct {
-    const char *kind, *api;
-} apis[] = {
-    {"JobSet", "jobset.x-k8s.io/v1alpha2"},
-    {"LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1"},
-    {"RayJob", "ray.io/v1"},
-    {"RayCluster", "ray.io/v1"},
-    {"Job", "batch/v1"},
-    {"Deployment", "apps/v1"},
-    {"StatefulSet", "apps/v1"},
-    {"ReplicaSet", "apps/v1"},
 };
 
 struct family {
@@ -84,43 +72,86 @@ struct workload {
     json_t *obj;
 };
 
-struct ray_scan {
-    const char *ns, *cluster;
+struct status_scan {
+    const char *ns, *field, *value;
     json_t *found;
 };
 
-static void find_rayjob(void *ud, const char *key, const json_t *rj)
+static void find_by_status(void *ud, const char *key, const json_t *obj)
 {
     (void)key;
-    struct ray_scan *s = ud;
-    if (!s->found && is(op_str2(rj, "metadata", "namespace"), s->ns) &&
-        is(op_str2(rj, "status", "rayClusterName"), s->cluster))
-        s->found = json_incref((json_t *)rj);
+    struct status_scan *s = ud;
+    if (!s->found && is(op_str2(obj, "metadata", "namespace"), s->ns) &&
+        is(op_str2(obj, "status", s->field), s->value))
+        s->found = json_incref((json_t *)obj);
 }
 
+static void set_workload(struct workload *w, const struct k8s_kind *k, json_t *obj)
+{
+    *w = (struct workload){k->kind, k->api_version, "", obj};
+    snprintf(w->name, sizeof(w->name), "%s", op_str2(obj, "metadata", "name"));
+}
+
+/* The cached object the pod's selecting label names for workloadRef kind
+ * k (a new reference), or NULL; *matched says the pod carries that label. */
+static json_t *by_pod_label(const struct op_pod *pod, const struct op_stores *st,
+                            const struct k8s_kind *k, bool *matched)
+{
+    enum k8s_kind_id id = k8s_kind_id(k);
+    const char *v = pod->label[k->pods_by];
+    /* a kind selecting pods by another's label (TrainJob: its JobSet's) is
+     * reached from that one's owner */
+    *matched = *v && st->kinds[id] && (k->pods_by_status || k->pods_by == id);
+    if (!*matched)
+        return NULL;
+    if (!k->pods_by_status)
+        return k8s_store_get(st->kinds[id], pod->namespace, v);
+    struct status_scan s = {pod->namespace, k->pods_by_status, v, NULL};
+    k8s_store_each(st->kinds[id], find_by_status, &s);
+    return s.found;
+}
+
+/* Up the cached controller owners the kind table names (JobSet →
+ * TrainJob); an owner not cached leaves the child the workload. */
+static void climb(const struct op_stores *st, const char *ns, struct workload *w)
+{
+    for (int depth = 0; depth < MAX_CLIMB; depth++) {
+        const struct k8s_kind *k = k8s_kind_find(w->kind), *up = NULL;
+        const json_t *owner = NULL, *ref;
+        size_t i;
+        json_array_foreach(json_object_get(json_object_get(w->obj, "metadata"), "ownerReferences"),
+                           i, ref) if (json_is_true(json_object_get(ref, "controller"))) owner =
+            ref;
+        const char *okind = json_string_value(json_object_get(owner, "kind"));
+        const char *oname = json_string_value(json_object_get(owner, "name"));
+        for (size_t o = 0; k && okind && o < K8S_KIND_MAX_OWNERS && k->owners[o]; o++)
+            if (!strcmp(k->owners[o], okind))
+                up = k8s_kind_find(okind);
+        json_t *obj = up && oname && st->kinds[k8s_kind_id(up)]
+                          ? k8s_store_get(st->kinds[k8s_kind_id(up)], ns, oname)
+                          : NULL;
+        if (!obj)
+            return;
+        k8s_store_release(w->obj);
+        set_workload(w, up, obj);
+    }
+}
+
+/* The workload of a pod from the caches: the first workloadRef kind whose
+ * selecting label it carries, then up its owners. */
 static bool workload_of(const struct op_pod *pod, const struct op_stores *st, struct workload *w)
 {
-    const char *ns = pod->namespace;
-    const char *js = *pod->jobset ? pod->jobset : NULL;
-    const char *lws = *pod->lws ? pod->lws : NULL;
-    const char *ray = *pod->ray_cluster ? pod->ray_cluster : NULL;
     *w = (struct workload){0};
-    if (js && st->jobsets) {
-        *w = (struct workload){"JobSet", "jobset.x-k8s.io/v1alpha2", "", NULL};
-        snprintf(w->name, sizeof(w->name), "%s", js);
-        w->obj = k8s_store_get(st->jobsets, ns, js);
-    } else if (lws && st->lws) {
-        *w = (struct workload){"LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", "", NULL};
-        snprintf(w->name, sizeof(w->name), "%s", lws);
-        w->obj = k8s_store_get(st->lws, ns, lws);
-    } else if (ray && st->rayjobs) {
-        struct ray_scan s = {ns, ray, NULL};
-        k8s_store_each(st->rayjobs, find_rayjob, &s);
-        if (s.found) {
-            *w = (struct workload){"RayJob", "ray.io/v1", "", s.found};
-            snprintf(w->name, sizeof(w->name), "%s", op_str2(s.found, "metadata", "name"));
-        }
+    bool matched = false;
+    for (int i = 0; i < K8S_KIND_COUNT && !matched; i++) {
+        if (!(k8s_kinds[i].flags & K8S_KIND_WORKLOAD_REF))
+            continue;
+        json_t *obj = by_pod_label(pod, st, &k8s_kinds[i], &matched);
+        if (obj)
+            set_workload(w, &k8s_kinds[i], obj);
     }
+    if (w->obj)
+        climb(st, pod->namespace, w);
     return w->obj != NULL;
 }
 
@@ -131,11 +162,11 @@ static void identity_workload(const struct op_pod *pod, struct workload *w)
     *w = (struct workload){"Pod", "v1", "", NULL};
     snprintf(w->name, sizeof(w->name), "%s", pod->name);
     bool self = !strcmp(pod->id_kind, "Pod"); /* a bare pod: it, not its generateName */
-    for (size_t i = 0; *pod->id_name && !self && i < sizeof(apis) / sizeof(apis[0]); i++)
-        if (!strcmp(apis[i].kind, pod->id_kind)) {
-            *w = (struct workload){apis[i].kind, apis[i].api, "", NULL};
-            snprintf(w->name, sizeof(w->name), "%s", pod->id_name);
-        }
+    const struct k8s_kind *k = k8s_kind_find(pod->id_kind);
+    if (*pod->id_name && !self && k) {
+        *w = (struct workload){k->kind, k->api_version, "", NULL};
+        snprintf(w->name, sizeof(w->name), "%s", pod->id_name);
+    }
 }
 
 /* ---------- counting ---------- */

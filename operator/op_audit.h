@@ -15,8 +15,10 @@
  *
  * Opted in, as the webhook decides (§3.3) from what the operator caches:
  * not opted out by the pod (label or annotation "false") or its workload;
- * and the pod's label, or its JobSet / LeaderWorkerSet / RayJob's label,
- * or its namespace's label is "true" (namespaces labelled
+ * and the pod's label, or its workload's label (a workloadRef kind of the
+ * kind table, k8s_kinds, found by the pod label its row selects pods by,
+ * then up the controller owners the table names: a TrainJob's JobSet →
+ * the TrainJob), or its namespace's label is "true" (namespaces labelled
  * diagon-webhook-exempt=true are never injected, so never counted). The
  * namespace label is read only once the optional namespaces cache has
  * listed (RBAC may withhold it). Kinds the operator does not cache (Job,

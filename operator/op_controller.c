@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_kinds.h"
 #include "k8s_log.h"
+#include "k8s_names.h"
 #include "k8s_store.h"
 #include "k8s_time.h"
 #include "k8s_watch.h"
@@ -21,45 +23,29 @@
 
 #define QUEUE_MAX_DELAY (30 * K8S_NSEC_PER_SEC)
 
-enum src_kind { SRC_CONNS, SRC_PODS, SRC_JOBSETS, SRC_RAYJOBS, SRC_LWS, SRC_NAMESPACES, N_SRC };
+/* then one source per workloadRef kind of the kind table (k8s_kinds) */
+enum src_kind {
+    SRC_CONNS,
+    SRC_PODS,
+    SRC_NAMESPACES,
+    SRC_WORKLOAD,
+    N_SRC = SRC_WORKLOAD + K8S_KIND_REF_COUNT
+};
 
 /* ---------- what each cache keeps ---------- */
 
-static const struct k8s_json_filter opt_label[] = {{"managed-mldiagnostics-gke", NULL}, {NULL}};
-static const struct k8s_json_filter pod_labels[] = {{"jobset.sigs.k8s.io/jobset-name", NULL},
-                                                    {"leaderworkerset.sigs.k8s.io/name", NULL},
-                                                    {"ray.io/cluster", NULL},
-                                                    {"managed-mldiagnostics-gke", NULL},
-                                                    {NULL}};
-static const struct k8s_json_filter pod_annotations[] = {{"diagon.gke.io/injection", NULL},
-                                                         {"diagon.gke.io/identifier", NULL},
-                                                         {"diagon.gke.io/metadata", NULL},
-                                                         {"managed-mldiagnostics-gke", NULL},
-                                                         {NULL}};
-static const struct k8s_json_filter pod_meta[] = {{"name", NULL},
-                                                  {"namespace", NULL},
-                                                  {"uid", NULL},
-                                                  {"resourceVersion", NULL},
-                                                  {"deletionTimestamp", NULL},
-                                                  {"labels", pod_labels},
-                                                  {"annotations", pod_annotations},
-                                                  {NULL}};
-static const struct k8s_json_filter pod_spec[] = {{"hostname", NULL}, {NULL}};
-static const struct k8s_json_filter pod_status[] = {{"phase", NULL}, {"podIP", NULL}, {NULL}};
-static const struct k8s_json_filter pod_keep[] = {
-    {"metadata", pod_meta}, {"spec", pod_spec}, {"status", pod_status}, {NULL}};
-static const struct k8s_json_filter wl_meta[] = {{"name", NULL},        {"namespace", NULL},
-                                                 {"uid", NULL},         {"resourceVersion", NULL},
-                                                 {"labels", opt_label}, {NULL}};
-static const struct k8s_json_filter wl_keep[] = {{"metadata", wl_meta}, {NULL}};
+static const struct k8s_json_filter opt_label[] = {{K8S_LABEL_MANAGED, NULL}, {NULL}};
+static const struct k8s_json_filter wl_meta[] = {
+    {"name", NULL},        {"namespace", NULL},       {"uid", NULL}, {"resourceVersion", NULL},
+    {"labels", opt_label}, {"ownerReferences", NULL}, {NULL}};
 static const struct k8s_json_filter ns_labels[] = {
-    {"managed-mldiagnostics-gke", NULL}, {"diagon-webhook-exempt", NULL}, {NULL}};
+    {K8S_LABEL_MANAGED, NULL}, {K8S_LABEL_EXEMPT, NULL}, {NULL}};
 static const struct k8s_json_filter ns_meta[] = {
     {"name", NULL}, {"resourceVersion", NULL}, {"labels", ns_labels}, {NULL}};
 static const struct k8s_json_filter ns_keep[] = {{"metadata", ns_meta}, {NULL}};
-static const struct k8s_json_filter rayjob_status[] = {{"rayClusterName", NULL}, {NULL}};
-static const struct k8s_json_filter rayjob_keep[] = {
-    {"metadata", wl_meta}, {"status", rayjob_status}, {NULL}};
+/* a workload's metadata, and the status field its pods are found by */
+static struct k8s_json_filter wl_status[K8S_KIND_REF_COUNT][2];
+static struct k8s_json_filter wl_keep[K8S_KIND_REF_COUNT][3];
 
 /* The watch sources, as controller-runtime registers them: what to watch
  * and keep, and the mapper from an event to the keys it queues (map;
@@ -68,8 +54,9 @@ static const struct k8s_json_filter rayjob_keep[] = {
  * changed is mapped too (a gap in the watch hid it). optional: read by
  * the audit only, never waited for (the namespace label opt-in of §3.3;
  * a cluster whose RBAC withholds namespaces still gets ready, its audit
- * just cannot see that opt-in). */
-static const struct {
+ * just cannot see that opt-in). The workloadRef kinds' rows come from the
+ * kind table (sources_init). */
+static struct {
     const char *resource, *prefix, *plural;
     bool metadata_only;
     const struct k8s_json_filter *filter;
@@ -80,14 +67,28 @@ static const struct {
 } sources[N_SRC] = {
     [SRC_CONNS] = {"mldiagnosticsconnections.diagon.gke.io", "/apis/" OP_GROUP_VERSION, OP_PLURAL,
                    false, NULL, .map = op_map_self, .relisted = true, .transform = op_capture_trim},
-    [SRC_PODS] = {"pods", "/api/v1", "pods", false, pod_keep, .transform = op_pod_pack},
-    [SRC_JOBSETS] = {"jobsets.jobset.x-k8s.io", "/apis/jobset.x-k8s.io/v1alpha2", "jobsets", true,
-                     wl_keep},
-    [SRC_RAYJOBS] = {"rayjobs.ray.io", "/apis/ray.io/v1", "rayjobs", false, rayjob_keep},
-    [SRC_LWS] = {"leaderworkersets.leaderworkerset.x-k8s.io", "/apis/leaderworkerset.x-k8s.io/v1",
-                 "leaderworkersets", true, wl_keep},
+    [SRC_PODS] = {"pods", "/api/v1", "pods", false, NULL, /* filter: op_pod_keep() */
+                  .transform = op_pod_pack},
     [SRC_NAMESPACES] = {"namespaces", "/api/v1", "namespaces", true, ns_keep, true, true},
 };
+static pthread_once_t sources_once = PTHREAD_ONCE_INIT;
+
+/* The rows the kind table gives: the pod filter, one per workloadRef kind. */
+static void sources_init(void)
+{
+    sources[SRC_PODS].filter = op_pod_keep();
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++) {
+        const struct k8s_kind *d = &k8s_kinds[k];
+        wl_status[k][0] = (struct k8s_json_filter){d->pods_by_status, NULL};
+        wl_keep[k][0] = (struct k8s_json_filter){"metadata", wl_meta};
+        wl_keep[k][1] = (struct k8s_json_filter){d->pods_by_status ? "status" : NULL, wl_status[k]};
+        sources[SRC_WORKLOAD + k].resource = d->resource;
+        sources[SRC_WORKLOAD + k].prefix = d->prefix;
+        sources[SRC_WORKLOAD + k].plural = d->plural;
+        sources[SRC_WORKLOAD + k].metadata_only = !d->pods_by_status; /* else: status too */
+        sources[SRC_WORKLOAD + k].filter = wl_keep[k];
+    }
+}
 
 struct source {
     struct op_controller *ctl;
@@ -124,15 +125,13 @@ static void stores_now(void *ud, struct op_stores *out)
     struct op_controller *c = ud;
     *out = (struct op_stores){
         .pods = c->src[SRC_PODS].store,
-        .jobsets = c->src[SRC_JOBSETS].store,
-        .rayjobs = c->src[SRC_RAYJOBS].store,
-        .lws = c->src[SRC_LWS].store,
         .namespaces =
             k8s_watch_synced(c->src[SRC_NAMESPACES].watch) ? c->src[SRC_NAMESPACES].store : NULL,
-        .jobsets_absent = k8s_watch_absent(c->src[SRC_JOBSETS].watch),
-        .rayjobs_absent = k8s_watch_absent(c->src[SRC_RAYJOBS].watch),
-        .lws_absent = k8s_watch_absent(c->src[SRC_LWS].watch),
     };
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++) {
+        out->kinds[k] = c->src[SRC_WORKLOAD + k].store;
+        out->absent[k] = k8s_watch_absent(c->src[SRC_WORKLOAD + k].watch);
+    }
 }
 
 static struct op_map_ctx map_ctx(const struct op_controller *c)
@@ -318,6 +317,7 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
                         struct k8s_metrics *metrics, struct op_controller **ret,
                         struct k8s_error *reterr)
 {
+    pthread_once(&sources_once, sources_init);
     struct op_controller *c = calloc(1, sizeof(*c));
     if (!c)
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");

@@ -1,11 +1,12 @@
 /*
  * op_controller — wires the operator together the way controller-runtime
  * does: watch sources, registered by one table (MLDiagnosticsConnections;
- * pods trimmed to what targeting and auditing read; JobSets and
- * LeaderWorkerSets as metadata; RayJobs with their cluster name) → caches
- * → each source's event-to-key mapper (op_map) → a rate-limited work
- * queue of resource keys → the manager's workers (op_manager) calling the
- * reconciler (op_capture: op_plan's pure step, then its apply).
+ * pods trimmed to what targeting and auditing read; the workloadRef kinds
+ * of the kind table, k8s_kinds, as metadata, a RayJob with its cluster
+ * name) → caches → each source's event-to-key mapper (op_map) → a
+ * rate-limited work queue of resource keys → the manager's workers
+ * (op_manager) calling the reconciler (op_capture: op_plan's pure step,
+ * then its apply).
  *
  * Every watch runs on every replica, so /readyz means "caches synced" on
  * leader and followers alike; workers start once this replica leads and

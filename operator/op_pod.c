@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "k8s_buf.h"
 #include "k8s_mlrun.h"
+#include "k8s_names.h"
 
-#define OPT_KEY      "managed-mldiagnostics-gke"
-#define A_INJECTION  "diagon.gke.io/injection"
-#define A_IDENTIFIER "diagon.gke.io/identifier"
-#define A_METADATA   "diagon.gke.io/metadata"
+#define OPT_KEY K8S_LABEL_MANAGED
 
 enum {
     F_NAME,
@@ -18,16 +18,14 @@ enum {
     F_PHASE,
     F_IP,
     F_HOST,
-    F_JOBSET,
-    F_LWS,
-    F_RAY,
     F_OPT_L,
     F_OPT_A,
     F_FLAGS,
     F_ID_KIND,
     F_ID_NAME,
     F_ID_MISSING,
-    N_FIELDS
+    F_LABEL, /* then one per kind of the kind table */
+    N_FIELDS = F_LABEL + K8S_KIND_COUNT
 };
 
 static const char *at(const json_t *o, const char *a, const char *b)
@@ -43,8 +41,8 @@ struct identity {
 
 static void identity_of(const json_t *annotations, struct identity *id)
 {
-    const char *ident = json_string_value(json_object_get(annotations, A_IDENTIFIER));
-    const char *meta = json_string_value(json_object_get(annotations, A_METADATA));
+    const char *ident = json_string_value(json_object_get(annotations, K8S_ANN_IDENTIFIER));
+    const char *meta = json_string_value(json_object_get(annotations, K8S_ANN_METADATA));
     json_t *o = ident ? json_loads(ident, 0, NULL) : NULL;
     const char *kind = json_string_value(json_object_get(o, "metadata.kind"));
     const char *name = json_string_value(json_object_get(o, "metadata.name"));
@@ -62,10 +60,10 @@ json_t *op_pod_pack(json_t *pod)
     const char *name = json_string_value(json_object_get(meta, "name"));
     if (!name || !*name)
         return NULL;
-    bool injected = json_object_get(annotations, A_INJECTION) != NULL;
+    bool injected = json_object_get(annotations, K8S_ANN_INJECTION) != NULL;
     struct identity id = {"", "", "0"};
-    if (injected &&
-        (json_object_get(annotations, A_IDENTIFIER) || json_object_get(annotations, A_METADATA)))
+    if (injected && (json_object_get(annotations, K8S_ANN_IDENTIFIER) ||
+                     json_object_get(annotations, K8S_ANN_METADATA)))
         identity_of(annotations, &id); /* what it says; nothing said, nothing to judge */
     char flags[3] = {injected ? 'i' : '-', json_object_get(meta, "deletionTimestamp") ? 'd' : '-',
                      '\0'};
@@ -75,9 +73,6 @@ json_t *op_pod_pack(json_t *pod)
         [F_PHASE] = at(pod, "status", "phase"),
         [F_IP] = at(pod, "status", "podIP"),
         [F_HOST] = at(pod, "spec", "hostname"),
-        [F_JOBSET] = at(meta, "labels", "jobset.sigs.k8s.io/jobset-name"),
-        [F_LWS] = at(meta, "labels", "leaderworkerset.sigs.k8s.io/name"),
-        [F_RAY] = at(meta, "labels", "ray.io/cluster"),
         [F_OPT_L] = json_string_value(json_object_get(labels, OPT_KEY)),
         [F_OPT_A] = json_string_value(json_object_get(annotations, OPT_KEY)),
         [F_FLAGS] = flags,
@@ -85,6 +80,9 @@ json_t *op_pod_pack(json_t *pod)
         [F_ID_NAME] = id.name,
         [F_ID_MISSING] = id.missing,
     };
+    for (int k = 0; k < K8S_KIND_COUNT; k++) /* the labels workloadRef targets select by */
+        if (k8s_kind_selects_pods((enum k8s_kind_id)k))
+            f[F_LABEL + k] = k8s_kind_pod_label(&k8s_kinds[k], labels);
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 16);
     for (int i = 0; i < N_FIELDS; i++)
@@ -111,9 +109,6 @@ bool op_pod_view(const json_t *packed, struct op_pod *out)
         .phase = f[F_PHASE],
         .ip = f[F_IP],
         .hostname = *f[F_HOST] ? f[F_HOST] : f[F_NAME],
-        .jobset = f[F_JOBSET],
-        .lws = f[F_LWS],
-        .ray_cluster = f[F_RAY],
         .opt_label = f[F_OPT_L],
         .opt_annotation = f[F_OPT_A],
         .injected = f[F_FLAGS][0] == 'i',
@@ -122,6 +117,8 @@ bool op_pod_view(const json_t *packed, struct op_pod *out)
         .id_name = f[F_ID_NAME],
         .id_missing = (unsigned)strtoul(f[F_ID_MISSING], NULL, 10),
     };
+    for (int k = 0; k < K8S_KIND_COUNT; k++)
+        out->label[k] = f[F_LABEL + k];
     return true;
 }
 
@@ -136,4 +133,50 @@ bool op_pod_ready(const struct op_pod *p, const char **why)
     else
         return true;
     return false;
+}
+
+/* ---------- what the pod cache keeps ---------- */
+
+/* K8S_LABEL_MANAGED, and each selecting kind's label and its condition */
+#define MAX_LABELS (1 + 2 * K8S_KIND_COUNT)
+
+static struct k8s_json_filter labels_keep[MAX_LABELS + 1];
+static const struct k8s_json_filter annotations_keep[] = {{K8S_ANN_INJECTION, NULL},
+                                                          {K8S_ANN_IDENTIFIER, NULL},
+                                                          {K8S_ANN_METADATA, NULL},
+                                                          {K8S_LABEL_MANAGED, NULL},
+                                                          {NULL}};
+static const struct k8s_json_filter meta_keep[] = {{"name", NULL},
+                                                   {"namespace", NULL},
+                                                   {"uid", NULL},
+                                                   {"resourceVersion", NULL},
+                                                   {"deletionTimestamp", NULL},
+                                                   {"labels", labels_keep},
+                                                   {"annotations", annotations_keep},
+                                                   {NULL}};
+static const struct k8s_json_filter spec_keep[] = {{"hostname", NULL}, {NULL}};
+static const struct k8s_json_filter status_keep[] = {{"phase", NULL}, {"podIP", NULL}, {NULL}};
+static const struct k8s_json_filter pod_keep[] = {
+    {"metadata", meta_keep}, {"spec", spec_keep}, {"status", status_keep}, {NULL}};
+static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
+
+static void keep_init(void)
+{
+    size_t n = 0;
+    labels_keep[n++] = (struct k8s_json_filter){K8S_LABEL_MANAGED, NULL};
+    for (int k = 0; k < K8S_KIND_COUNT; k++) {
+        const struct k8s_kind_label *l = &k8s_kinds[k].pod_label;
+        if (!k8s_kind_selects_pods((enum k8s_kind_id)k) || !l->key)
+            continue;
+        labels_keep[n++] = (struct k8s_json_filter){l->key, NULL};
+        if (l->when)
+            labels_keep[n++] = (struct k8s_json_filter){l->when, NULL};
+    }
+    labels_keep[n] = (struct k8s_json_filter){NULL, NULL};
+}
+
+const struct k8s_json_filter *op_pod_keep(void)
+{
+    pthread_once(&keep_once, keep_init);
+    return pod_keep;
 }

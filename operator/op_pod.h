@@ -15,9 +15,11 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "k8s_jsonload.h"
+#include "k8s_kinds.h"
+
 struct op_pod {
     const char *name, *namespace, *phase, *ip, *hostname;
-    const char *jobset, *lws, *ray_cluster; /* workload labels ("" when absent) */
     const char *opt_label, *opt_annotation; /* managed-mldiagnostics-gke */
     bool injected;                          /* has diagon.gke.io/injection */
     bool deleting;                          /* deletionTimestamp set */
@@ -26,7 +28,15 @@ struct op_pod {
      * google-cloud-mldiagnostics SDK refuses to start without them) */
     const char *id_kind, *id_name;
     unsigned id_missing;
+    /* per kind of the kind table, the value of its pod label when a
+     * workloadRef kind selects pods by it (k8s_kind_selects_pods), else
+     * "" (also when absent) */
+    const char *label[K8S_KIND_COUNT];
 };
+
+/* The filter the pod watch loads pods through: what op_pod_pack reads
+ * (static; built from the kind table on first use). */
+const struct k8s_json_filter *op_pod_keep(void);
 
 /* k8s_store transform: the packed form of a pod object (borrowed), a new
  * reference, NULL when it has no name. */

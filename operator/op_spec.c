@@ -40,18 +40,9 @@ bool op_dns_subdomain(const char *s, size_t n)
     return true;
 }
 
-const char *op_ref_kind_name(enum op_ref_kind k)
+const char *op_ref_kind_name(const struct k8s_kind *k)
 {
-    switch (k) {
-    case OP_REF_JOBSET:
-        return "JobSet";
-    case OP_REF_RAYJOB:
-        return "RayJob";
-    case OP_REF_LWS:
-        return "LeaderWorkerSet";
-    default:
-        return "";
-    }
+    return k ? k->kind : "";
 }
 
 void op_spec_done(struct op_spec *s)
@@ -190,15 +181,13 @@ static int workload_ref(struct op_spec *s, const json_t *ref, struct k8s_error *
         return r;
     if (!kind || !strcmp(kind, ""))
         return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef.kind: required");
-    s->ref_kind = !strcmp(kind, "JobSet")            ? OP_REF_JOBSET
-                  : !strcmp(kind, "RayJob")          ? OP_REF_RAYJOB
-                  : !strcmp(kind, "LeaderWorkerSet") ? OP_REF_LWS
-                                                     : OP_REF_NONE;
-    if (s->ref_kind == OP_REF_NONE)
-        return k8s_error_set(reterr, -K8S_EINVAL,
-                             F "workloadRef.kind: must be JobSet, RayJob or LeaderWorkerSet "
-                               "(got \"%s\")",
-                             kind);
+    s->ref_kind = k8s_kind_find(kind);
+    if (!s->ref_kind || !(s->ref_kind->flags & K8S_KIND_WORKLOAD_REF)) {
+        char kinds[160];
+        s->ref_kind = NULL;
+        return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef.kind: must be %s (got \"%s\")",
+                             k8s_kinds_names(K8S_KIND_WORKLOAD_REF, kinds, sizeof(kinds)), kind);
+    }
     if (!name || !op_dns_subdomain(name, strlen(name)))
         return k8s_error_set(reterr, -K8S_EINVAL,
                              F "workloadRef.name: required, a DNS-1123 subdomain (got \"%s\")",

@@ -21,19 +21,18 @@
 #include <stdint.h>
 
 #include "k8s_err.h"
+#include "k8s_kinds.h"
 
 #define OP_MAX_TARGETS 20000
-
-enum op_ref_kind { OP_REF_NONE, OP_REF_JOBSET, OP_REF_RAYJOB, OP_REF_LWS };
 
 struct op_spec {
     int port;
     int64_t duration_s;
     char **pods; /* podName split on commas, trimmed, duplicates dropped */
     size_t n_pods;
-    char *pod_namespace; /* podNamespace, or the resource's namespace when empty */
-    char *storage;       /* storageLocation without trailing slashes */
-    enum op_ref_kind ref_kind;
+    char *pod_namespace;             /* podNamespace, or the resource's namespace when empty */
+    char *storage;                   /* storageLocation without trailing slashes */
+    const struct k8s_kind *ref_kind; /* workloadRef: a K8S_KIND_WORKLOAD_REF row; NULL: podName */
     char *ref_name;
 };
 
@@ -64,8 +63,8 @@ int64_t op_start_delay_ms(size_t hosts);
 int op_spec_check_sidecar(const struct op_spec *s, size_t hosts, int64_t sidecar_timeout_ns,
                           struct k8s_error *reterr) K8S_MUST_CHECK;
 
-/* "JobSet", "RayJob", "LeaderWorkerSet" (or "" for none). */
-const char *op_ref_kind_name(enum op_ref_kind k);
+/* The workloadRef kind's name ("JobSet", ...), "" for none. */
+const char *op_ref_kind_name(const struct k8s_kind *k);
 
 /* Is s a DNS-1123 subdomain (pod names) / label (namespaces)? */
 bool op_dns_subdomain(const char *s, size_t n);

@@ -65,7 +65,7 @@ static void keep(struct found *f, const json_t *pod)
 
 struct by_label {
     const char *ns, *value;
-    enum op_ref_kind kind;
+    enum k8s_kind_id label; /* whose pod label */
     struct found *f;
 };
 
@@ -76,9 +76,7 @@ static void match_label(void *ud, const char *key, const json_t *packed)
     struct op_pod p;
     if (!op_pod_view(packed, &p))
         return;
-    const char *v = q->kind == OP_REF_JOBSET ? p.jobset
-                    : q->kind == OP_REF_LWS  ? p.lws
-                                             : p.ray_cluster;
+    const char *v = p.label[q->label];
     /* finished pods (an earlier attempt of the workload) are not targets */
     if (!strcmp(p.namespace, q->ns) && !strcmp(v, q->value) && strcmp(p.phase, "Succeeded") &&
         strcmp(p.phase, "Failed"))
@@ -100,39 +98,28 @@ static int pod_name_cmp(const void *a, const void *b)
 static void workload_pods(const struct op_spec *s, const struct op_stores *st, struct found *f,
                           struct op_targets *t)
 {
-    const char *kind = op_ref_kind_name(s->ref_kind);
-    struct k8s_store *store = s->ref_kind == OP_REF_JOBSET   ? st->jobsets
-                              : s->ref_kind == OP_REF_RAYJOB ? st->rayjobs
-                                                             : st->lws;
-    bool absent = s->ref_kind == OP_REF_JOBSET   ? st->jobsets_absent
-                  : s->ref_kind == OP_REF_RAYJOB ? st->rayjobs_absent
-                                                 : st->lws_absent;
-    json_t *w = store ? k8s_store_get(store, s->pod_namespace, s->ref_name) : NULL;
+    const struct k8s_kind *k = s->ref_kind;
+    enum k8s_kind_id id = k8s_kind_id(k);
+    json_t *w = st->kinds[id] ? k8s_store_get(st->kinds[id], s->pod_namespace, s->ref_name) : NULL;
     if (!w) {
-        static const char *const prefix[] = {[OP_REF_JOBSET] = "/apis/jobset.x-k8s.io/v1alpha2",
-                                             [OP_REF_RAYJOB] = "/apis/ray.io/v1",
-                                             [OP_REF_LWS] = "/apis/leaderworkerset.x-k8s.io/v1"};
-        static const char *const plural[] = {[OP_REF_JOBSET] = "jobsets",
-                                             [OP_REF_RAYJOB] = "rayjobs",
-                                             [OP_REF_LWS] = "leaderworkersets"};
-        note_absent(t, prefix[s->ref_kind], s->pod_namespace, plural[s->ref_kind], s->ref_name);
+        note_absent(t, k->prefix, s->pod_namespace, k->plural, s->ref_name);
         t->state = OP_TARGETS_FAIL;
-        snprintf(t->why, sizeof(t->why), "%s %s/%s not found%s", kind, s->pod_namespace,
-                 s->ref_name, absent ? " (its CRD is not installed)" : "");
+        snprintf(t->why, sizeof(t->why), "%s %s/%s not found%s", k->kind, s->pod_namespace,
+                 s->ref_name, st->absent[id] ? " (its CRD is not installed)" : "");
         return;
     }
-    struct by_label q = {.ns = s->pod_namespace, .value = s->ref_name, .kind = s->ref_kind, .f = f};
-    if (s->ref_kind == OP_REF_RAYJOB)
-        q.value = str_at(w, "status", "rayClusterName");
+    struct by_label q = {.ns = s->pod_namespace, .value = s->ref_name, .label = k->pods_by, .f = f};
+    if (k->pods_by_status)
+        q.value = str_at(w, "status", k->pods_by_status);
     if (!q.value || !*q.value) {
         t->state = OP_TARGETS_WAIT;
-        snprintf(t->why, sizeof(t->why), "RayJob %s/%s has no RayCluster yet", s->pod_namespace,
-                 s->ref_name);
+        snprintf(t->why, sizeof(t->why), "%s %s/%s has no %s yet", k->kind, s->pod_namespace,
+                 s->ref_name, k8s_kinds[k->pods_by].kind);
     } else {
         k8s_store_each(st->pods, match_label, &q);
         if (!f->n && !f->oom) {
             t->state = OP_TARGETS_WAIT;
-            snprintf(t->why, sizeof(t->why), "%s %s/%s has no pods yet", kind, s->pod_namespace,
+            snprintf(t->why, sizeof(t->why), "%s %s/%s has no pods yet", k->kind, s->pod_namespace,
                      s->ref_name);
         }
     }
@@ -217,7 +204,7 @@ int op_targets_resolve(const struct op_spec *s, const struct op_stores *st, stru
 {
     struct op_targets t = {.state = OP_TARGETS_READY};
     struct found f = {0};
-    if (s->ref_kind != OP_REF_NONE)
+    if (s->ref_kind)
         workload_pods(s, st, &f, &t);
     else
         named_pods(s, st, &f, &t);

@@ -1,9 +1,11 @@
 /*
  * op_targets — which pods a capture talks to (DESIGN §4.2): the pods named
- * in podName, or the pods of a JobSet / RayJob / LeaderWorkerSet found by
- * the labels their controllers stamp (jobset.sigs.k8s.io/jobset-name,
- * ray.io/cluster of the RayJob's status.rayClusterName,
- * leaderworkerset.sigs.k8s.io/name), read from the operator's caches.
+ * in podName, or the pods of a workloadRef kind (k8s_kinds) found by the
+ * label its row selects them by: its own (jobset.sigs.k8s.io/jobset-name,
+ * leaderworkerset.sigs.k8s.io/name, training.kubeflow.org/job-name), its
+ * JobSet's (a TrainJob's JobSet has its name), or its RayCluster's
+ * (ray.io/cluster of the RayJob's status.rayClusterName), read from the
+ * operator's caches.
  *
  * A named pod that does not exist fails the capture at once, as does a
  * workload that does not exist; pods that exist but are not Running with
@@ -17,16 +19,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "k8s_kinds.h"
 #include "k8s_store.h"
 #include "op_spec.h"
 
 /* The caches targets are read from (borrowed). Pods are kept in op_pod's
- * packed form. A NULL store, or one whose kind is not served (absent
- * CRD), has no objects. */
+ * packed form; workloads (the K8S_KIND_WORKLOAD_REF kinds) by kind id. A
+ * NULL store, or one whose kind is not served (absent CRD), has no
+ * objects. */
 struct op_stores {
-    struct k8s_store *pods, *jobsets, *rayjobs, *lws;
+    struct k8s_store *pods;
     struct k8s_store *namespaces; /* NULL until listed (the audit's; optional) */
-    bool jobsets_absent, rayjobs_absent, lws_absent;
+    struct k8s_store *kinds[K8S_KIND_COUNT];
+    bool absent[K8S_KIND_COUNT];
 };
 
 struct op_target {

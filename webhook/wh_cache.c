@@ -8,6 +8,7 @@
 
 #include "k8s_arena.h"
 #include "k8s_jsonload.h"
+#include "k8s_kinds.h"
 #include "k8s_log.h"
 #include "k8s_store.h"
 #include "k8s_time.h"
@@ -21,18 +22,20 @@ struct kind_def {
     bool namespaced, watched;
 };
 
-static const struct kind_def kinds[] = {
-    {"Namespace", "/api/v1", "namespaces", false, true},
-    {"JobSet", "/apis/jobset.x-k8s.io/v1alpha2", "jobsets", true, true},
-    {"LeaderWorkerSet", "/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets", true, true},
-    {"RayJob", "/apis/ray.io/v1", "rayjobs", true, true},
-    {"RayCluster", "/apis/ray.io/v1", "rayclusters", true, true},
-    {"Job", "/apis/batch/v1", "jobs", true, true},
-    {"Deployment", "/apis/apps/v1", "deployments", true, false},
-    {"StatefulSet", "/apis/apps/v1", "statefulsets", true, false},
-    {"ReplicaSet", "/apis/apps/v1", "replicasets", true, false},
-};
-#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+/* Namespaces, then every workload kind of the table (k8s_kinds). */
+#define NKINDS (1 + K8S_KIND_COUNT)
+static struct kind_def kinds[NKINDS];
+static pthread_once_t kinds_once = PTHREAD_ONCE_INIT;
+
+static void kinds_init(void)
+{
+    kinds[0] = (struct kind_def){"Namespace", "/api/v1", "namespaces", false, true};
+    for (size_t i = 0; i < K8S_KIND_COUNT; i++) {
+        const struct k8s_kind *k = &k8s_kinds[i];
+        kinds[1 + i] = (struct kind_def){k->kind, k->prefix, k->plural, true,
+                                         (k->flags & K8S_KIND_WEBHOOK_WATCH) != 0};
+    }
+}
 
 /* What the core reads of a workload or namespace; managedFields and the
  * rest of the metadata are not kept. */
@@ -395,6 +398,7 @@ static int start_watch(struct wh_cache *c, struct kind_cache *k)
 int wh_cache_start(struct k8s_client *client, const struct wh_cache_opts *opts,
                    struct wh_cache **ret)
 {
+    pthread_once(&kinds_once, kinds_init);
     struct wh_cache *c = calloc(1, sizeof(*c));
     if (!c)
         return -K8S_ENOMEM;

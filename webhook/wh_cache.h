@@ -1,11 +1,13 @@
 /*
  * wh_cache — the webhook's view of the cluster: list+watch caches of the
- * metadata of namespaces, JobSets, LeaderWorkerSets, RayJobs, RayClusters
- * and Jobs (PartialObjectMetadata, managedFields dropped), serving the
- * mutation core's lookups (wh_lookup) with no API call in steady state.
+ * metadata of namespaces and of the workload kinds the kind table
+ * (k8s_kinds) marks watched (PartialObjectMetadata, managedFields
+ * dropped), serving the mutation core's lookups (wh_lookup) with no API
+ * call in steady state.
  *
- * A miss — the watch can lag a workload created a moment ago, and
- * Deployments, StatefulSets and ReplicaSets are not watched — costs one GET
+ * A miss — the watch can lag a workload created a moment ago, and the
+ * table's other kinds (Deployments, StatefulSets, ReplicaSets) are not
+ * watched — costs one GET
  * with a short timeout inside the admission budget, single-flight per
  * object (a burst of pods of one new JobSet waits on the one GET), and the
  * answer is cached (watched kinds: in their store; others for 60 s; "not

@@ -6,10 +6,8 @@
 
 #include "k8s_buf.h"
 #include "k8s_json.h"
+#include "k8s_names.h"
 #include "wh_warn.h"
-
-#define A_IDENTIFIER "diagon.gke.io/identifier"
-#define A_METADATA   "diagon.gke.io/metadata"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -117,8 +115,8 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
 
 int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret)
 {
-    const char *ident = wh_meta_annotation(pod_meta, A_IDENTIFIER);
-    const char *meta = wh_meta_annotation(pod_meta, A_METADATA);
+    const char *ident = wh_meta_annotation(pod_meta, K8S_ANN_IDENTIFIER);
+    const char *meta = wh_meta_annotation(pod_meta, K8S_ANN_METADATA);
     if (!ident || !meta)
         return -K8S_ENOTFOUND;
     struct wh_identity id = {.identifier = strdup(ident), .metadata = strdup(meta)};

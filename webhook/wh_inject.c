@@ -1,12 +1,12 @@
 #include "wh_inject.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "k8s_flags.h"
 #include "k8s_jsonpatch.h"
+#include "k8s_kinds.h"
 #include "k8s_mlrun.h"
 #include "k8s_yaml.h"
 #include "wh_env.h"
@@ -148,88 +148,64 @@ static int run_site(struct job *j, const struct site *s, bool whole_doc)
     return r;
 }
 
-K8S_PRINTF(5, 6)
+/* One template at path, its pods owned by parent_kind/parent_name (no
+ * owner when either is NULL). */
 static int site(struct job *j, const char *path, const char *label, const char *parent_kind,
-                const char *parent_fmt, ...)
+                const char *parent_name)
 {
     struct site s = {0};
     snprintf(s.path, sizeof(s.path), "%s", path);
     snprintf(s.label, sizeof(s.label), "%s", label);
-    if (parent_kind && parent_fmt) {
-        char name[280];
-        va_list ap;
-        va_start(ap, parent_fmt);
-        vsnprintf(name, sizeof(name), parent_fmt, ap);
-        va_end(ap);
-        snprintf(s.parent, sizeof(s.parent), "%s/%s", parent_kind, name);
-    }
+    if (parent_kind && parent_name)
+        snprintf(s.parent, sizeof(s.parent), "%s/%s", parent_kind, parent_name);
     if (!json_is_object(k8s_jsonptr_get(j->doc, path)))
         return 0; /* optional template absent */
     return run_site(j, &s, false);
 }
 
-static int each_group(struct job *j, const char *array_ptr, const char *tmpl_suffix,
-                      const char *what, const char *parent_kind, const char *parent_name)
+/* Every item (array) or member (object) at d->path holds a template. */
+static int each_site(struct job *j, const struct k8s_kind_site *d, const char *parent_name)
 {
-    size_t i;
-    json_t *g;
+    const json_t *all = k8s_jsonptr_get(j->doc, d->path);
     int r = 0;
-    json_array_foreach(k8s_jsonptr_get(j->doc, array_ptr), i, g)
-    {
+    for (size_t i = 0; r == 0 && i < json_array_size(all); i++) {
+        const json_t *g = json_array_get(all, i);
         char path[256], label[160];
         const char *gname = str_at(g, "name") ? str_at(g, "name") : str_at(g, "groupName");
-        snprintf(path, sizeof(path), "%s/%zu%s", array_ptr, i, tmpl_suffix);
-        snprintf(label, sizeof(label), "%s[%zu] (%s)", what, i, gname ? gname : "");
-        r = site(j, path, label, parent_kind, parent_name ? "%s" : NULL, parent_name);
-        if (r < 0)
-            break;
+        snprintf(path, sizeof(path), "%s/%zu%s", d->path, i, d->suffix);
+        snprintf(label, sizeof(label), "%s[%zu] (%s)", d->label, i, gname ? gname : "");
+        r = site(j, path, label, d->owner, parent_name);
+    }
+    const char *key;
+    json_t *g;
+    json_object_foreach((json_t *)all, key, g) if (r == 0)
+    {
+        char path[256], label[160];
+        snprintf(path, sizeof(path), "%s/%s%s", d->path, key, d->suffix); /* keys are Go names */
+        snprintf(label, sizeof(label), "%s[%s]", d->label, key);
+        r = site(j, path, label, d->owner, parent_name);
     }
     return r;
 }
 
-static int ray_sites(struct job *j, const char *spec, const char *cluster)
-{
-    char head[128], workers[128];
-    snprintf(head, sizeof(head), "%s/headGroupSpec/template", spec);
-    snprintf(workers, sizeof(workers), "%s/workerGroupSpecs", spec);
-    int r = site(j, head, "head template", "RayCluster", cluster ? "%s" : NULL, cluster);
-    return r ? r : each_group(j, workers, "/template", "worker group", "RayCluster", cluster);
-}
-
-/* Dispatch on kind; templates get the parent their pods will have when it
- * can be known before the controller runs. */
+/* Dispatch on kind (the kind table says where its templates are); a
+ * template's pods get the parent they will have when it can be known
+ * before the controller runs. */
 static int by_kind(struct job *j, const char *kind, const char *name)
 {
     if (!strcmp(kind, "Pod"))
         return run_site(j, &(struct site){.label = "pod"}, true);
-    if (!strcmp(kind, "Job"))
-        return site(j, "/spec/template", "template", "Job", "%s", name);
-    if (!strcmp(kind, "StatefulSet"))
-        return site(j, "/spec/template", "template", "StatefulSet", "%s", name);
-    if (!strcmp(kind, "Deployment"))
-        return site(j, "/spec/template", "template", NULL, NULL);
-    if (!strcmp(kind, "JobSet"))
-        return each_group(j, "/spec/replicatedJobs", "/template/spec/template", "replicatedJobs",
-                          NULL, NULL);
-    if (!strcmp(kind, "LeaderWorkerSet")) {
-        int r = site(j, "/spec/leaderWorkerTemplate/leaderTemplate", "leader template",
-                     "StatefulSet", "%s", name);
-        return r ? r
-                 : site(j, "/spec/leaderWorkerTemplate/workerTemplate", "worker template", NULL,
-                        NULL);
-    }
-    if (!strcmp(kind, "RayCluster"))
-        return ray_sites(j, "/spec", name);
-    if (!strcmp(kind, "RayJob")) {
-        int r = ray_sites(j, "/spec/rayClusterSpec", NULL);
-        return r ? r
-                 : site(j, "/spec/submitterPodTemplate", "submitter template", "Job", "%s", name);
-    }
-    if (j->explain)
+    const struct k8s_kind *k = k8s_kind_find(kind);
+    int r = 0;
+    for (size_t i = 0; k && i < K8S_KIND_MAX_SITES && k->sites[i].path && r == 0; i++)
+        r = k->sites[i].shape == K8S_SITE_ONE
+                ? site(j, k->sites[i].path, k->sites[i].label, k->sites[i].owner, name)
+                : each_site(j, &k->sites[i], name);
+    if ((!k || !k->sites[0].path) && j->explain)
         return k8s_buf_printf(j->explain,
                               "%s %s%s%s: skip: kind %s has no pod template we inject\n", kind,
                               j->ns, *j->ns ? "/" : "", name, kind);
-    return 0;
+    return r;
 }
 
 static int inject_list(const struct wh_config *cfg, const json_t *doc, const char *ns, time_t now,

@@ -1,7 +1,7 @@
 /*
  * wh_inject — the offline `inject` command (DESIGN §3.6): read YAML or
- * JSON (one or many documents: Pod, JobSet, LeaderWorkerSet, RayJob,
- * RayCluster, Job, Deployment, StatefulSet, List), run the same mutation
+ * JSON (one or many documents: a Pod, a List, or any kind whose pod
+ * templates the kind table, k8s_kinds, locates), run the same mutation
  * core as the server over every pod and pod template (the workload is the
  * document itself), and print the result in the input's format, or the
  * RFC 6902 patch (--patch), or why each pod would or would not be

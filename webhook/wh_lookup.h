@@ -8,8 +8,7 @@
  * list+watch caches, with a bounded single-flight GET on a miss.
  *
  * Contract of get_meta:
- *   kind       "Namespace", "JobSet", "LeaderWorkerSet", "RayJob",
- *              "RayCluster", "Job", "Deployment", "StatefulSet", "ReplicaSet"
+ *   kind       "Namespace", or a kind of the kind table (k8s_kinds)
  *   ns         the namespace ("" for Namespace objects)
  *   deadline   CLOCK_MONOTONIC ns by which the answer must be given
  *   *ret_meta  on 0: a NEW reference to the object's metadata object

@@ -120,14 +120,14 @@ static void warn_unmatched(struct ctx *x, const char *only)
             found = !strcmp(x->t[i].name, n);
         if (!found)
             wh_warnf(x->out->warnings,
-                     WH_ANN_CONTAINERS ": \"%s\" is not an injectable container of this pod", n);
+                     K8S_ANN_CONTAINERS ": \"%s\" is not an injectable container of this pod", n);
     }
     free(copy);
 }
 
 static int find_targets(struct ctx *x)
 {
-    const char *only = wh_meta_annotation(x->meta, WH_ANN_CONTAINERS);
+    const char *only = wh_meta_annotation(x->meta, K8S_ANN_CONTAINERS);
     x->cap = json_array_size(json_object_get(x->spec, "containers")) +
              json_array_size(json_object_get(x->spec, "initContainers"));
     x->t = calloc(x->cap ? x->cap : 1, sizeof(*x->t));
@@ -198,12 +198,12 @@ static const char *service_name(const struct ctx *x, const struct wh_attrs *attr
     const struct wh_workload *w = workload(x);
     if (wh_attrs_get(attrs, "service.name")) {
         wh_warnf(x->out->warnings,
-                 "OTEL_SERVICE_NAME not injected: " WH_ANN_ATTRS " sets service.name");
+                 "OTEL_SERVICE_NAME not injected: " K8S_ANN_ATTRS " sets service.name");
         return NULL;
     }
-    const char *v = wh_meta_annotation(x->meta, WH_ANN_SERVICE_NAME);
+    const char *v = wh_meta_annotation(x->meta, K8S_ANN_SERVICE_NAME);
     if (!v && w->annotations)
-        v = str_at(w->annotations, WH_ANN_SERVICE_NAME);
+        v = str_at(w->annotations, K8S_ANN_SERVICE_NAME);
     return v && *v ? v : w->name;
 }
 
@@ -235,16 +235,16 @@ static int build_attrs(const struct ctx *x, const struct wh_identity *id, struct
         r = r ? r : wh_attrs_set(a, "k8s.cluster.name", k8s_mlrun_cluster_short(cluster));
     if (!w->bare_pod && *w->name)
         r = r ? r : lower_kind_attr(a, w);
-    const char *from_ns = x->ns_meta ? wh_meta_annotation(x->ns_meta, WH_ANN_ATTRS) : NULL;
-    const char *from_wl = w->annotations ? str_at(w->annotations, WH_ANN_ATTRS) : NULL;
-    const char *from_pod = wh_meta_annotation(x->meta, WH_ANN_ATTRS);
+    const char *from_ns = x->ns_meta ? wh_meta_annotation(x->ns_meta, K8S_ANN_ATTRS) : NULL;
+    const char *from_wl = w->annotations ? str_at(w->annotations, K8S_ANN_ATTRS) : NULL;
+    const char *from_pod = wh_meta_annotation(x->meta, K8S_ANN_ATTRS);
     json_t *warn = x->out->warnings;
     if (r == 0 && from_ns)
-        r = wh_attrs_parse(a, from_ns, "namespace annotation " WH_ANN_ATTRS, warn);
+        r = wh_attrs_parse(a, from_ns, "namespace annotation " K8S_ANN_ATTRS, warn);
     if (r == 0 && from_wl)
-        r = wh_attrs_parse(a, from_wl, "workload annotation " WH_ANN_ATTRS, warn);
+        r = wh_attrs_parse(a, from_wl, "workload annotation " K8S_ANN_ATTRS, warn);
     if (r == 0 && from_pod)
-        r = wh_attrs_parse(a, from_pod, "pod annotation " WH_ANN_ATTRS, warn);
+        r = wh_attrs_parse(a, from_pod, "pod annotation " K8S_ANN_ATTRS, warn);
     return r;
 }
 
@@ -355,7 +355,7 @@ static int add_op(struct ctx *x, const char *base, const char *seg, json_t *valu
 
 static int patch_annotations(struct ctx *x, const struct wh_identity *id)
 {
-    const char *const keys[] = {WH_ANN_IDENTIFIER, WH_ANN_METADATA, WH_ANN_INJECTION};
+    const char *const keys[] = {K8S_ANN_IDENTIFIER, K8S_ANN_METADATA, K8S_ANN_INJECTION};
     const char *const vals[] = {id->identifier, id->metadata, x->out->injection};
     char base[400];
     snprintf(base, sizeof(base), "%s/metadata", x->in->path);
@@ -480,8 +480,8 @@ static int patch_containers(struct ctx *x, const struct wh_envset *set)
         needed |= st[i] == M_ADD;
     }
     int r = patch_volume(x, needed, &present);
-    bool merge = !(wh_meta_annotation(x->meta, WH_ANN_ATTRS_MERGE) &&
-                   !strcmp(wh_meta_annotation(x->meta, WH_ANN_ATTRS_MERGE), "false"));
+    bool merge = !(wh_meta_annotation(x->meta, K8S_ANN_ATTRS_MERGE) &&
+                   !strcmp(wh_meta_annotation(x->meta, K8S_ANN_ATTRS_MERGE), "false"));
     for (size_t i = 0; i < x->nt && r == 0; i++) {
         size_t before = json_array_size(x->out->patch);
         int added = 0;

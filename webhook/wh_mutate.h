@@ -23,19 +23,13 @@
 
 #include "k8s_err.h"
 #include "k8s_mlrun.h"
+#include "k8s_names.h"
 #include "wh_config.h"
 #include "wh_lookup.h"
 #include "wh_workload.h"
 
-#define WH_VOLUME_NAME      "mldiagnostics-metadata"
-#define WH_MOUNT_PATH       "/var/run/mldiagnostics"
-#define WH_ANN_IDENTIFIER   "diagon.gke.io/identifier"
-#define WH_ANN_METADATA     "diagon.gke.io/metadata"
-#define WH_ANN_INJECTION    "diagon.gke.io/injection"
-#define WH_ANN_CONTAINERS   "diagon.gke.io/inject-containers"
-#define WH_ANN_SERVICE_NAME "diagon.gke.io/otel-service-name"
-#define WH_ANN_ATTRS        "diagon.gke.io/otel-resource-attributes"
-#define WH_ANN_ATTRS_MERGE  "diagon.gke.io/otel-resource-attributes-merge"
+#define WH_VOLUME_NAME "mldiagnostics-metadata"
+#define WH_MOUNT_PATH  "/var/run/mldiagnostics"
 
 struct wh_mutate_in {
     const json_t *pod;                  /* a Pod, or a pod template {metadata, spec} */

@@ -4,8 +4,9 @@
  *      managed-mldiagnostics-gke: "false" → skip (explicit opt-out);
  *   2. pod label "true" → inject;
  *   3. workload label "true" → inject;
- *   4. namespace label "true" and the pod belongs to a JobSet,
- *      LeaderWorkerSet, RayJob, RayCluster or Job → inject;
+ *   4. namespace label "true" and the pod belongs to a kind the kind
+ *      table says the namespace label covers (k8s_kinds, K8S_KIND_NS_LABEL)
+ *      → inject;
  *   5. otherwise skip.
  * Pure function; reentrant.
  */
@@ -15,9 +16,8 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "k8s_names.h"
 #include "wh_workload.h"
-
-#define WH_LABEL_MANAGED "managed-mldiagnostics-gke"
 
 struct wh_decision {
     bool inject;

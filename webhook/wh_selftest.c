@@ -46,7 +46,7 @@ json_t *wh_selftest_pod(const char *image)
         "{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:b, s:s, s:i, s:{s:b, s:i, s:{s:s}}, s:[{s:s, s:s, "
         "s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:{s:b, s:b, s:b, s:{s:[s]}}}]}}",
         "apiVersion", "v1", "kind", "Pod", "metadata", "generateName", "mldiagnostics-selftest-",
-        "labels", WH_LABEL_MANAGED, "true", "app.kubernetes.io/name", "mldiagnostics-selftest",
+        "labels", K8S_LABEL_MANAGED, "true", "app.kubernetes.io/name", "mldiagnostics-selftest",
         "spec", "automountServiceAccountToken", 0, "restartPolicy", "Never",
         "terminationGracePeriodSeconds", 0, "securityContext", "runAsNonRoot", 1, "runAsUser",
         65532, "seccompProfile", "type", "RuntimeDefault", "containers", "name", "selftest",
@@ -58,7 +58,7 @@ json_t *wh_selftest_pod(const char *image)
 const char *wh_selftest_injection(const json_t *pod)
 {
     const json_t *ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
-    return json_string_value(json_object_get(ann, WH_ANN_INJECTION));
+    return json_string_value(json_object_get(ann, K8S_ANN_INJECTION));
 }
 
 /* 1 when the dry run decides (injected, or refused for a reason of its
@@ -73,7 +73,7 @@ static int dry_run(struct attempt *a, struct wh_selftest_result *ret)
     const char *inj = r == 0 ? wh_selftest_injection(out) : NULL;
     if (inj)
         set(ret, WH_SELFTEST_INJECTED,
-            "a dry-run pod in namespace %s came back injected (" WH_ANN_INJECTION "=%s)",
+            "a dry-run pod in namespace %s came back injected (" K8S_ANN_INJECTION "=%s)",
             a->o->namespace, inj);
     json_decref(out);
     if (r == 0)
@@ -120,7 +120,7 @@ static int selectors(struct attempt *a, const json_t *hook, const json_t *ns,
                                           sizeof(why))) == 0)
         set(ret, WH_SELFTEST_NAMESPACE,
             "pod excluded: the objectSelector of MutatingWebhookConfiguration %s does not "
-            "select a pod labelled " WH_LABEL_MANAGED "=true (%s)",
+            "select a pod labelled " K8S_LABEL_MANAGED "=true (%s)",
             cfg, why);
     if (m < 0)
         set(ret, WH_SELFTEST_NO_CONFIG, "MutatingWebhookConfiguration %s: bad selector: %s", cfg,
@@ -310,7 +310,7 @@ static int parse(struct cli *c, int argc, char **argv, int argi, struct k8s_erro
     int r = k8s_flags_command(
         flags, c, &dflt,
         "Usage: mldiagnostics-webhook selftest [flags]\n\n"
-        "The chart's helm test: a dry-run create of a pod labelled " WH_LABEL_MANAGED
+        "The chart's helm test: a dry-run create of a pod labelled " K8S_LABEL_MANAGED
         "=true\nmust come back injected; otherwise "
         "names the likely cause.\n\n",
         argc, argv, argi, reterr);

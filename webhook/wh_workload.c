@@ -3,16 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "k8s_kinds.h"
 #include "k8s_time.h"
 
-#define L_JOBSET            "jobset.sigs.k8s.io/jobset-name"
-#define L_LWS               "leaderworkerset.sigs.k8s.io/name"
-#define L_RAY_CLUSTER       "ray.io/cluster"
-#define L_RAY_FROM_CRD      "ray.io/originated-from-crd"
-#define L_RAY_FROM_NAME     "ray.io/originated-from-cr-name"
-#define L_JOB               "batch.kubernetes.io/job-name"
-#define L_JOB_LEGACY        "job-name"
 #define L_POD_TEMPLATE_HASH "pod-template-hash"
+#define MAX_CLIMB           4 /* owners above the first workload: Job→JobSet→TrainJob */
 
 static const char *str_at(const json_t *obj, const char *key)
 {
@@ -44,11 +39,8 @@ const json_t *wh_controller_owner(const json_t *meta)
 
 static bool is_ml_kind(const char *kind)
 {
-    static const char *const kinds[] = {"JobSet", "LeaderWorkerSet", "RayJob", "RayCluster", "Job"};
-    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-        if (!strcmp(kind, kinds[i]))
-            return true;
-    return false;
+    const struct k8s_kind *k = k8s_kind_find(kind);
+    return k && (k->flags & K8S_KIND_NS_LABEL);
 }
 
 static void set_kind_name(struct wh_workload *w, const char *kind, const char *name)
@@ -106,44 +98,34 @@ static json_t *fetch(struct resolver *r)
     return NULL;
 }
 
-/* Follow the workload's own controller owner when it is one of `kinds`. */
-static void climb(struct resolver *r, json_t *meta, const char *const *kinds, size_t n)
+/* Is owner_kind one of the owners k's row says are then the workload? */
+static bool owned_by(const struct k8s_kind *k, const char *owner_kind)
 {
-    const json_t *owner = wh_controller_owner(meta);
-    if (!owner)
-        return;
-    const char *kind = str_at(owner, "kind");
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(kind, kinds[i])) {
-            /* the owner is the workload now: forget what the child told us */
-            set_kind_name(r->w, kind, str_at(owner, "name"));
-            json_decref(r->w->labels);
-            json_decref(r->w->annotations);
-            r->w->labels = r->w->annotations = NULL;
-            r->w->created[0] = '\0';
-            json_t *up = fetch(r);
-            json_decref(up);
-            return;
-        }
+    for (size_t i = 0; k && i < K8S_KIND_MAX_OWNERS && k->owners[i]; i++)
+        if (!strcmp(k->owners[i], owner_kind))
+            return true;
+    return false;
 }
 
-static void resolve_by_owner(struct resolver *r, const json_t *owner)
+/* From the workload whose metadata is meta (a reference this consumes),
+ * follow controller owners while the kind table says they are the
+ * workload (Job → JobSet → TrainJob, RayCluster → RayJob, ...). */
+static void climb(struct resolver *r, json_t *meta)
 {
-    static const char *const job_owners[] = {"JobSet", "RayJob"};
-    static const char *const ray_owners[] = {"RayJob"};
-    static const char *const sts_owners[] = {"LeaderWorkerSet"};
-    const char *kind = str_at(owner, "kind");
-    json_t *meta = fetch(r);
-    if (!meta)
-        return;
-    if (!strcmp(kind, "Job"))
-        climb(r, meta, job_owners, 2);
-    else if (!strcmp(kind, "RayCluster"))
-        climb(r, meta, ray_owners, 1);
-    else if (!strcmp(kind, "StatefulSet"))
-        climb(r, meta, sts_owners, 1);
-    else if (!strcmp(kind, "ReplicaSet"))
-        climb(r, meta, (const char *const[]){"Deployment"}, 1);
+    for (int depth = 0; meta && depth < MAX_CLIMB; depth++) {
+        const json_t *owner = wh_controller_owner(meta);
+        if (!owner || !owned_by(k8s_kind_find(r->w->kind), str_at(owner, "kind")))
+            break;
+        /* the owner is the workload now: forget what the child told us */
+        set_kind_name(r->w, str_at(owner, "kind"), str_at(owner, "name"));
+        json_decref(r->w->labels);
+        json_decref(r->w->annotations);
+        r->w->labels = r->w->annotations = NULL;
+        r->w->created[0] = '\0';
+        json_t *up = fetch(r);
+        json_decref(meta);
+        meta = up;
+    }
     json_decref(meta);
 }
 
@@ -172,18 +154,15 @@ static void resolve_bare(struct wh_workload *w, const json_t *meta, time_t now)
 /* The workload named by labels controllers stamp on pods, if any. */
 static bool by_label(struct wh_workload *w, const json_t *meta)
 {
-    const char *v;
-    if ((v = wh_meta_label(meta, L_JOBSET)))
-        set_kind_name(w, "JobSet", v);
-    else if ((v = wh_meta_label(meta, L_LWS)))
-        set_kind_name(w, "LeaderWorkerSet", v);
-    else if ((v = wh_meta_label(meta, L_RAY_FROM_NAME)) &&
-             !strcmp(wh_meta_label(meta, L_RAY_FROM_CRD) ? wh_meta_label(meta, L_RAY_FROM_CRD) : "",
-                     "RayJob"))
-        set_kind_name(w, "RayJob", v);
-    else
-        return false;
-    return true;
+    const json_t *labels = json_object_get(meta, "labels");
+    for (int i = 0; i < K8S_KIND_COUNT; i++) {
+        const char *v = k8s_kind_pod_label(&k8s_kinds[i], labels);
+        if (v && (k8s_kinds[i].flags & K8S_KIND_NAMES_BY_LABEL)) {
+            set_kind_name(w, k8s_kinds[i].kind, v);
+            return true;
+        }
+    }
+    return false;
 }
 
 int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_lookup *lk, time_t now,
@@ -199,7 +178,7 @@ int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_looku
                  str_at(owner, "name"));
     struct resolver r = {.w = w, .lk = lk, .deadline_ns = deadline_ns};
     if (by_label(w, meta)) {
-        json_decref(fetch(&r));
+        climb(&r, fetch(&r));
         return 0;
     }
     if (!owner) {
@@ -215,7 +194,7 @@ int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_looku
         return 0;
     }
     set_kind_name(w, okind, oname);
-    resolve_by_owner(&r, owner);
+    climb(&r, fetch(&r));
     return 0;
 }
 

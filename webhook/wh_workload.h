@@ -3,13 +3,15 @@
  * the labels controllers stamp on pods and the pod's controller owner
  * reference, then, when an API view is available (wh_lookup), from the
  * workload's own metadata (labels, annotations, creationTimestamp) and its
- * owner (RayCluster → RayJob, Job → JobSet/RayJob, StatefulSet → LWS).
+ * owners, climbing while the kind table (k8s_kinds) names the owner's kind
+ * as the workload (RayCluster → RayJob, Job → JobSet/RayJob, JobSet →
+ * TrainJob, StatefulSet → LWS, ReplicaSet → Deployment).
  *
- * Owner chains: Pod→Job→JobSet; Pod→RayCluster→RayJob; Pod→Job→RayJob
- * (submitter); Pod→StatefulSet→LWS and worker Pod→StatefulSet→leader Pod→
- * StatefulSet→LWS (both carry leaderworkerset.sigs.k8s.io/name);
- * Pod→ReplicaSet→Deployment; Pod→StatefulSet; Pod→Job; bare pods (the
- * workload is the pod itself).
+ * Owner chains: Pod→Job→JobSet; Pod→Job→JobSet→TrainJob; Pod→PyTorchJob;
+ * Pod→RayCluster→RayJob; Pod→Job→RayJob (submitter); Pod→StatefulSet→LWS
+ * and worker Pod→StatefulSet→leader Pod→StatefulSet→LWS (both carry
+ * leaderworkerset.sigs.k8s.io/name); Pod→ReplicaSet→Deployment;
+ * Pod→StatefulSet; Pod→Job; bare pods (the workload is the pod itself).
  *
  * Thread-safety: reentrant. Ownership: struct wh_workload owns its json
  * references; release with wh_workload_done (safe on a zeroed struct).
@@ -34,7 +36,7 @@ struct wh_workload {
     json_t *labels;        /* the workload's labels; NULL when unknown */
     json_t *annotations;   /* the workload's annotations; NULL when unknown */
     bool bare_pod;         /* the pod is its own workload */
-    bool ml_kind;          /* JobSet, LeaderWorkerSet, RayJob, RayCluster or Job */
+    bool ml_kind;          /* a kind the namespace label covers (K8S_KIND_NS_LABEL) */
     char unknown_why[160]; /* why labels/created are unknown ("" when known) */
     bool lookup_failed;    /* a lookup failed (timeout, API error): worth a warning */
 };

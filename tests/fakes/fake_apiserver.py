@@ -329,6 +329,8 @@ ML_CRDS = (
     Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", status=True),
     Resource("ray.io", "v1", "rayjobs", "RayJob", status=True),
     Resource("ray.io", "v1", "rayclusters", "RayCluster", status=True),
+    Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", status=True),
+    Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", status=True),
     Resource("diagon.gke.io", "v1alpha1", "mldiagnosticsconnections", "MLDiagnosticsConnection",
              status=True),
 )

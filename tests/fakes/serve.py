@@ -10,6 +10,7 @@ reads commands on stdin until EOF:
   jobset create|delete NAME     a JobSet in namespace ml, written directly
   jobset label NAME VALUE       set its label "v" (a MODIFIED event)
   unregister|register G V PLURAL KIND   a CRD deleted / created (KIND for register)
+  object G V PLURAL KIND NS NAME        an object of any registered kind ("-": cluster-scoped)
 The ML CRDs are registered; namespaces "default" and "ml" exist."""
 import os
 import sys
@@ -51,6 +52,11 @@ for line in sys.stdin:
             api.patch(js, cmd[2], {"metadata": {"labels": {"v": cmd[3]}}}, ns="ml")
     elif cmd[0] == "unregister":
         api.unregister(cmd[1], cmd[2], cmd[3])
+    elif cmd[0] == "object":
+        g, v, plural, kind, ns, name = cmd[1:7]
+        api.create((g, v, plural), {"apiVersion": "%s/%s" % (g, v) if g else v, "kind": kind,
+                                    "metadata": {"name": name}, "spec": {}},
+                   ns=None if ns == "-" else ns)
     elif cmd[0] == "register":
         api.register(cmd[1], cmd[2], cmd[3], cmd[4], status=True)
     print("ok", flush=True)

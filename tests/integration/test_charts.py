@@ -43,6 +43,13 @@ READ_VERBS = {"get", "list", "watch"}
 SELFTEST_NS = "default"  # the webhook chart's selftest.namespace
 
 
+def kind_table():
+    """The workload kinds of libk8s/k8s_kinds.c, printed by tests/tools/kinds_json.c."""
+    out = subprocess.run([os.path.join(BIN_DIR, "..", "tests", "kinds_json")], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
 class Common:
     def check_objects(self, docs):
         self.assertTrue(docs)
@@ -181,15 +188,13 @@ class WebhookChartTest(unittest.TestCase, Common):
                 for res in r["resources"]:
                     self.assertNotIn("*", res)
                     got[(g, res)] = set(r["verbs"])
-        watched = {("", "namespaces"), ("jobset.x-k8s.io", "jobsets"),
-                   ("leaderworkerset.x-k8s.io", "leaderworkersets"), ("ray.io", "rayjobs"),
-                   ("ray.io", "rayclusters"), ("batch", "jobs")}
-        for key in watched:
-            self.assertEqual(got.pop(key), READ_VERBS, key)
-        # owners looked up one at a time (ReplicaSet -> Deployment, StatefulSet)
-        self.assertEqual(got, {("apps", "deployments"): {"get"},
-                               ("apps", "statefulsets"): {"get"},
-                               ("apps", "replicasets"): {"get"}})
+        # the kind table: the kinds it watches, and the others looked up one at
+        # a time (ReplicaSet -> Deployment, StatefulSet)
+        want = {("", "namespaces"): READ_VERBS}
+        for k in kind_table():
+            want[(k["group"], k["plural"])] = READ_VERBS if k["webhookWatch"] else {"get"}
+        self.assertIn(("trainer.kubeflow.org", "trainjobs"), want)
+        self.assertEqual(got, want)
         binding = find(self.docs, "ClusterRoleBinding", WH)
         self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": WH,
                                                 "namespace": NAMESPACE}])
@@ -467,10 +472,9 @@ class OperatorChartTest(unittest.TestCase, Common):
             ("diagon.gke.io", "mldiagnosticsconnections/status"): {"update"},
             ("", "namespaces"): {"list", "watch"},
             ("", "pods"): READ_VERBS,
-            ("jobset.x-k8s.io", "jobsets"): READ_VERBS,
-            ("ray.io", "rayjobs"): READ_VERBS,
-            ("leaderworkerset.x-k8s.io", "leaderworkersets"): READ_VERBS,
             ("", "events"): {"create"},
+            # the kind table's workloadRef kinds, which the operator watches
+            **{(k["group"], k["plural"]): READ_VERBS for k in kind_table() if k["workloadRef"]},
         })
         role = find(self.docs, "Role")
         self.assertEqual(role["rules"], [{"apiGroups": ["coordination.k8s.io"],
@@ -487,6 +491,14 @@ class OperatorChartTest(unittest.TestCase, Common):
         self.assertEqual(crd["metadata"]["name"], manifest["metadata"]["name"])
         docs = render(OP, sets=["crds.install=false"])
         self.assertFalse([d for d in docs if d["kind"] == "CustomResourceDefinition"])
+
+    def test_crd_workload_ref_kinds_are_the_kind_tables(self):
+        crd = find(self.docs, "CustomResourceDefinition")
+        schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        ref = schema["properties"]["spec"]["properties"]["triggerCapture"]["properties"][
+            "workloadRef"]
+        self.assertEqual(sorted(ref["properties"]["kind"]["enum"]),
+                         sorted(k["kind"] for k in kind_table() if k["workloadRef"]))
 
 
 class LintTest(unittest.TestCase):

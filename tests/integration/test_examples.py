@@ -1,5 +1,6 @@
 """manifests/examples/ (DESIGN §5): the labelled JobSet, LeaderWorkerSet and RayJob with a
-JAX container serving the profiler on 9999, the labelled namespace, an MLDiagnosticsConnection
+JAX container serving the profiler on 9999, a labelled Kubeflow PyTorchJob (PyTorch/XLA
+serving it) and TrainJob (its templates are its runtime's), the labelled namespace, an MLDiagnosticsConnection
 by pod names and one by workloadRef (valid against the CRD's schema and aimed at the example
 workloads' pods), and seed 003's Diagon DaemonSet in one namespace. The workloads go through
 `mldiagnostics-webhook inject` and every JAX container comes out with its identity."""
@@ -41,6 +42,8 @@ def pod_specs(obj):
         c = spec["rayClusterSpec"]
         return [("head", c["headGroupSpec"]["template"]["spec"])] + [
             (g["groupName"], g["template"]["spec"]) for g in c["workerGroupSpecs"]]
+    if kind == "PyTorchJob":
+        return [(t, r["template"]["spec"]) for t, r in spec["pytorchReplicaSpecs"].items()]
     raise AssertionError(kind)
 
 
@@ -53,20 +56,21 @@ class ExamplesTest(unittest.TestCase):
         files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(EXAMPLES, "*.yaml")))
         self.assertEqual(files, ["connection-podnames.yaml", "connection-workloadref.yaml",
                                  "diagon-daemonset.yaml", "jobset.yaml", "leaderworkerset.yaml",
-                                 "namespace.yaml", "rayjob.yaml"])
+                                 "namespace.yaml", "pytorchjob.yaml", "rayjob.yaml",
+                                 "trainjob.yaml"])
         for f in files:
             for d in load(f):
                 self.assertTrue(d["apiVersion"] and d["kind"] and d["metadata"]["name"], f)
 
     def test_labelled_workloads_serve_the_profiler(self):
         for f, kind in (("jobset.yaml", "JobSet"), ("leaderworkerset.yaml", "LeaderWorkerSet"),
-                        ("rayjob.yaml", "RayJob")):
+                        ("rayjob.yaml", "RayJob"), ("pytorchjob.yaml", "PyTorchJob")):
             (w,) = load(f)
             self.assertEqual(w["kind"], kind)
             self.assertEqual(w["metadata"]["labels"][LABEL], "true", f)
             with open(os.path.join(EXAMPLES, f)) as fh:
                 text = fh.read()
-            self.assertIn("jax.profiler.start_server(9999)", text, f)
+            self.assertRegex(text, r"(jax\.profiler|xp)\.start_server\(9999\)", f)
             ports = [p for _, spec in pod_specs(w) for c in spec["containers"]
                      for p in c.get("ports", []) if p["containerPort"] == 9999]
             self.assertTrue(ports, "%s: no container exposes 9999" % f)
@@ -109,8 +113,20 @@ class ExamplesTest(unittest.TestCase):
         self.assertNotIn("kube-system", yaml.safe_dump_all(docs))
         self.assertNotIn("SERVICE_ACCOUNT_NAME", yaml.safe_dump_all(docs))
 
+    def test_trainjob_is_labelled_and_has_no_template_to_rewrite(self):
+        (tj,) = load("trainjob.yaml")
+        self.assertEqual((tj["apiVersion"], tj["kind"]), ("trainer.kubeflow.org/v1alpha1",
+                                                          "TrainJob"))
+        self.assertEqual(tj["metadata"]["labels"][LABEL], "true")
+        self.assertIn("jax.profiler.start_server(9999)", tj["spec"]["trainer"]["command"][2])
+        p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-webhook"), "inject", "-f",
+                            os.path.join(EXAMPLES, "trainjob.yaml"), "--explain"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("kind TrainJob has no pod template we inject", p.stdout)
+
     def test_workloads_get_injected(self):
-        for f in ("jobset.yaml", "leaderworkerset.yaml", "rayjob.yaml"):
+        for f in ("jobset.yaml", "leaderworkerset.yaml", "rayjob.yaml", "pytorchjob.yaml"):
             p = subprocess.run([os.path.join(BIN_DIR, "mldiagnostics-webhook"), "inject", "-f",
                                 os.path.join(EXAMPLES, f), "--cluster-name", "demo"],
                                capture_output=True, text=True, timeout=30)

@@ -16,46 +16,20 @@
 #include "k8s_store.h"
 #include "k8s_time.h"
 #include "k8s_watch.h"
+#include "test_support.h"
 
-static pid_t fake_pid;
-static FILE *fake_in, *fake_out;
-static int fake_port;
+static struct ts_fake fake;
 static struct k8s_client *client;
-
-/* Start tests/fakes/serve.py; read its port. */
-static void start_fake(void)
-{
-    int in[2], out[2];
-    cr_assert(pipe(in) == 0 && pipe(out) == 0);
-    fake_pid = fork();
-    cr_assert_geq(fake_pid, 0);
-    if (fake_pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execl("/usr/bin/python3", "python3", "-B", MLD_FAKES "/serve.py", (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    fake_in = fdopen(in[1], "w");
-    fake_out = fdopen(out[0], "r");
-    cr_assert_eq(fscanf(fake_out, "%d", &fake_port), 1, "the fake API server did not start");
-}
 
 static void command(const char *cmd)
 {
-    char ok[16];
-    fprintf(fake_in, "%s\n", cmd);
-    fflush(fake_in);
-    cr_assert_eq(fscanf(fake_out, "%15s", ok), 1);
+    ts_fake_command(&fake, cmd);
 }
 
 static struct k8s_client *new_client(const char *token, const char *token_file)
 {
     char server[64];
-    snprintf(server, sizeof(server), "http://127.0.0.1:%d", fake_port);
+    snprintf(server, sizeof(server), "http://127.0.0.1:%d", fake.port);
     struct k8s_config cfg = {
         .server = server, .token = (char *)token, .token_file = (char *)token_file};
     struct k8s_client *c = NULL;
@@ -66,16 +40,14 @@ static struct k8s_client *new_client(const char *token, const char *token_file)
 
 static void setup(void)
 {
-    start_fake();
+    ts_fake_start(&fake);
     client = new_client(NULL, NULL);
 }
 
 static void teardown(void)
 {
     k8s_client_free(client);
-    fclose(fake_in); /* EOF: the fake stops */
-    fclose(fake_out);
-    waitpid(fake_pid, NULL, 0);
+    ts_fake_stop(&fake);
 }
 
 TestSuite(k8s_client_fake, .init = setup, .fini = teardown, .timeout = 60);

@@ -29,6 +29,8 @@ CONN = ("diagon.gke.io", "v1alpha1", "mldiagnosticsconnections")
 JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 RAYJOBS = ("ray.io", "v1", "rayjobs")
+TRAINJOBS = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 NS = "ml"
 _ips = itertools.count(1)
 
@@ -336,7 +338,7 @@ class CaptureTest(OperatorTest):
             "cross-ns": ({"podName": pods[0], "podNamespace": "other"},
                          r"podNamespace: \"other\" differs .*--allow-cross-namespace"),
             "bad-kind": ({"podName": None, "workloadRef": {"kind": "Deployment", "name": "x"}},
-                         r"workloadRef.kind: must be JobSet, RayJob or LeaderWorkerSet"),
+                         r"workloadRef.kind: must be JobSet, LeaderWorkerSet, RayJob, TrainJob or PyTorchJob"),
             "both": ({"podName": pods[0], "workloadRef": {"kind": "JobSet", "name": "x"}},
                      r"set one of them, not both"),
         }
@@ -389,6 +391,28 @@ class CaptureTest(OperatorTest):
         st = self.wait_phase("ref-missing", timeout=10)["status"]
         self.assertEqual(st["phase"], "Failed")
         self.assertIn("JobSet ml/nope not found", st["message"])
+
+    def test_kubeflow_workload_refs_target_their_pods(self):
+        """A TrainJob's pods carry its JobSet's label (the JobSet has its name); a
+        PyTorchJob's carry training.kubeflow.org/job-name with operator-name
+        pytorchjob-controller (a TFJob's pods share the job-name key)."""
+        self.api.create(TRAINJOBS, {"metadata": {"name": "tj"}, "spec": {}}, ns=NS)
+        tj = self.pods("tj-node-0", 2, labels={"jobset.sigs.k8s.io/jobset-name": "tj",
+                                               "trainer.kubeflow.org/trainjob-ancestor-step":
+                                               "trainer"})
+        self.api.create(PYTORCHJOBS, {"metadata": {"name": "pt"}, "spec": {}}, ns=NS)
+        kf = {"training.kubeflow.org/job-name": "pt",
+              "training.kubeflow.org/operator-name": "pytorchjob-controller"}
+        pt = self.pods("pt-master", 1, labels=kf) + self.pods("pt-worker", 2, labels=kf)
+        tf = self.pods("pt-tf", 1, labels=dict(kf, **{
+            "training.kubeflow.org/operator-name": "tfjob-controller"}))
+        for name, kind, wl, expect in (("ref-tj", "TrainJob", "tj", tj),
+                                       ("ref-pt", "PyTorchJob", "pt", pt)):
+            self.capture(name, podName=None, workloadRef={"kind": kind, "name": wl})
+            st = self.wait_phase(name)["status"]
+            self.assertEqual(st["phase"], "Succeeded", (name, st))
+            self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(expect))
+        self.assertEqual(self.prof.requests_for(tf[0]), [])
 
     def test_one_capture_per_pod_at_a_time(self):
         pods = self.pods("shared", 2)

@@ -30,6 +30,8 @@ JOBSETS = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
 LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 RAYJOBS = ("ray.io", "v1", "rayjobs")
 RAYCLUSTERS = ("ray.io", "v1", "rayclusters")
+TRAINJOBS = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
+PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
 JOBS = ("batch", "v1", "jobs")
 DEPLOYMENTS = ("apps", "v1", "deployments")
 
@@ -221,6 +223,33 @@ class OwnerChainTest(Cluster):
             self.assertEqual(meta["parent-workload"], "RayCluster/" + rc_name)
             self.assertEqual(meta["creation-timestamp"], created["metadata"]["creationTimestamp"])
             self.assertIn("k8s.rayjob.name=tune", env_of(out)["OTEL_RESOURCE_ATTRIBUTES"]["value"])
+
+    def test_kubeflow_pods_name_their_trainjob_and_pytorchjob(self):
+        """Pod -> Job -> JobSet -> TrainJob, and Pod -> PyTorchJob, opted in by the
+        namespace label; the identity names the top-level Kubeflow workload."""
+        ns = self.namespace("kf-ns", labels={LABEL: "true"})
+        tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+              "metadata": {"name": "ft", "labels": {"exp": "3"}},
+              "spec": {"runtimeRef": {"name": "torch-distributed"}}}
+        created = self.create(TRAINJOBS, ns, tj)
+        js = controllers.trainjob_jobset(tj, created["metadata"]["uid"], template())
+        self.create(JOBSETS, ns, js)
+        for pod in controllers.jobset_pods(js, ns):
+            out, _ = self.until(lambda p=pod: self.injected(p, ns))
+            ident, meta = self.identity(out)
+            self.assertEqual((ident["metadata.kind"], ident["metadata.name"]), ("TrainJob", "ft"))
+            self.assertEqual(meta["creation-timestamp"], created["metadata"]["creationTimestamp"])
+            self.assertEqual(meta["associated-labels"], "exp=3")
+        pj = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "pt"},
+              "spec": {"pytorchReplicaSpecs": {
+                  "Master": {"replicas": 1, "template": template()},
+                  "Worker": {"replicas": 2, "template": template()}}}}
+        self.create(PYTORCHJOBS, ns, pj)
+        for pod in controllers.pytorchjob_pods(pj, ns):
+            out, _ = self.until(lambda p=pod: self.injected(p, ns))
+            ident, meta = self.identity(out)
+            self.assertEqual((ident["metadata.kind"], ident["metadata.name"]), ("PyTorchJob", "pt"))
+            self.assertEqual(meta["parent-workload"], "PyTorchJob/pt")
 
     def test_lws_leader_and_worker(self):
         ns = self.namespace("lws-ns")

@@ -40,11 +40,22 @@ class DrainTest(unittest.TestCase):
             slow = start_slow_post(wh, 100)  # in flight: half a body sent
             time.sleep(0.2 * SLOW)
             wh.proc.send_signal(signal.SIGTERM)
-            time.sleep(0.5 * SLOW)
-            # not ready any more, and not accepting connections
-            status, headers, body = wh.request("GET", "/readyz", conn=idle)
+            # not ready any more (as soon as the signal is handled: polled, so a
+            # busy machine only makes it later), and not accepting connections
+            deadline = time.time() + 10 * SLOW
+            while True:
+                status, headers, body = wh.request("GET", "/readyz", conn=idle)
+                if status != 200 or time.time() > deadline:
+                    break
+                time.sleep(0.05)
             self.assertEqual(status, 503)
             self.assertEqual(headers.get("Connection"), "close")
+            while time.time() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", wh.port), timeout=2).close()
+                except OSError:
+                    break
+                time.sleep(0.05)
             with self.assertRaises(OSError):
                 socket.create_connection(("127.0.0.1", wh.port), timeout=2).close()
             # the request in flight completes and is answered properly

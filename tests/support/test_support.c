@@ -3,6 +3,8 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 char *ts_fixture_path(const char *rel)
 {
@@ -39,4 +41,42 @@ json_t *ts_load_json(const char *rel)
     cr_assert_not_null(v, "fixture %s: %s (line %d)", rel, e.text, e.line);
     free(s);
     return v;
+}
+
+void ts_fake_start(struct ts_fake *f)
+{
+    int in[2], out[2];
+    cr_assert(pipe(in) == 0 && pipe(out) == 0);
+    char *serve = ts_fixture_path("../fakes/serve.py");
+    f->pid = fork();
+    cr_assert_geq(f->pid, 0);
+    if (f->pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[1]);
+        close(out[0]);
+        execl("/usr/bin/python3", "python3", "-B", serve, (char *)NULL);
+        _exit(127);
+    }
+    free(serve);
+    close(in[0]);
+    close(out[1]);
+    f->in = fdopen(in[1], "w");
+    f->out = fdopen(out[0], "r");
+    cr_assert_eq(fscanf(f->out, "%d", &f->port), 1, "the fake API server did not start");
+}
+
+void ts_fake_command(struct ts_fake *f, const char *cmd)
+{
+    char ok[16];
+    fprintf(f->in, "%s\n", cmd);
+    fflush(f->in);
+    cr_assert_eq(fscanf(f->out, "%15s", ok), 1, "%s", cmd);
+}
+
+void ts_fake_stop(struct ts_fake *f)
+{
+    fclose(f->in); /* EOF: the fake stops */
+    fclose(f->out);
+    waitpid(f->pid, NULL, 0);
 }

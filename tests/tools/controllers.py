@@ -11,7 +11,10 @@ admission plugin, so pods carry the projected kube-api-access volume.
 Sources: kubernetes-sigs/jobset pkg/controllers/jobset_controller.go
 (constructJob, labelAndAnnotateObject), kubernetes pkg/controller/job,
 kubernetes-sigs/lws pkg/controllers/{leaderworkerset,pod}_controller.go,
-ray-project/kuberay ray-operator/controllers/ray/{raycluster,rayjob}_controller.go.
+ray-project/kuberay ray-operator/controllers/ray/{raycluster,rayjob}_controller.go,
+kubeflow/trainer pkg/runtime/framework/plugins/jobset/jobset.go (Build),
+kubeflow/training-operator pkg/controller.v1/common/{pod,job_controller}.go
+(createNewPod, GenLabels).
 """
 import copy
 import hashlib
@@ -138,6 +141,44 @@ def jobset_pods(js, ns, limit=None):
             for p in job_pods(job, ns, lab, dict(lab), limit):
                 pods.append(p)
             gidx += 1
+    return pods
+
+
+def trainjob_jobset(tj, uid, template):
+    """The JobSet Kubeflow Trainer builds for a TrainJob: the TrainJob's name and
+    namespace, the runtime's replicated Jobs (here one, "node", from template, with
+    the runtime's trainjob-ancestor-step label), the TrainJob as controller owner."""
+    tmpl = copy.deepcopy(template)
+    tmpl.setdefault("metadata", {}).setdefault("labels", {})[
+        "trainer.kubeflow.org/trainjob-ancestor-step"] = "trainer"
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": tj["metadata"]["name"], "ownerReferences": [
+                {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                 "name": tj["metadata"]["name"], "uid": uid, "controller": True,
+                 "blockOwnerDeletion": True}]},
+            "spec": {"replicatedJobs": [{"name": "node", "replicas": 1, "template": {"spec": {
+                "parallelism": 2, "completions": 2, "template": tmpl}}}]}}
+
+
+def pytorchjob_pods(pj, ns):
+    """Pods of a Kubeflow PyTorchJob: the training-operator names them
+    <job>-<type>-<index> (no generateName), labels them operator-name, job-name,
+    replica-type (lower case), replica-index and job-role=master on the master, and
+    owns them directly."""
+    name = pj["metadata"]["name"]
+    pods = []
+    for rtype, rspec in pj["spec"]["pytorchReplicaSpecs"].items():
+        rt = rtype.lower()
+        for i in range(rspec.get("replicas", 1)):
+            labels = {"training.kubeflow.org/operator-name": "pytorchjob-controller",
+                      "training.kubeflow.org/job-name": name,
+                      "training.kubeflow.org/replica-type": rt,
+                      "training.kubeflow.org/replica-index": str(i)}
+            if rtype == "Master":
+                labels["training.kubeflow.org/job-role"] = "master"
+            pods.append(_pod(rspec["template"], ns, name="%s-%s-%d" % (name, rt, i),
+                             labels=labels, owner=_owner("kubeflow.org/v1", "PyTorchJob", name,
+                                                         "pytorchjob/" + ns + "/" + name)))
     return pods
 
 

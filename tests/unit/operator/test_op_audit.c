@@ -31,14 +31,13 @@ static void stores(void *ud, struct op_stores *out)
     *out = st;
 }
 
-static void setup(void)
+static void setup_from(const char *fixture)
 {
-    json_t *cache = ts_load_json("unit/op_audit/cache.json");
+    json_t *cache = ts_load_json(fixture);
     st = (struct op_stores){.pods = store_of(cache, "pods"),
-                            .jobsets = store_of(cache, "jobsets"),
-                            .rayjobs = k8s_store_new(),
-                            .lws = k8s_store_new(),
                             .namespaces = store_of(cache, "namespaces")};
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++) /* the cached kinds, by their plural */
+        st.kinds[k] = store_of(cache, k8s_kinds[k].plural);
     json_decref(cache);
     m = k8s_metrics_new();
     audit = op_audit_new(NULL, stores, NULL, m, "test");
@@ -50,10 +49,14 @@ static void teardown(void)
     op_audit_free(audit);
     k8s_metrics_free(m);
     k8s_store_free(st.pods);
-    k8s_store_free(st.jobsets);
-    k8s_store_free(st.rayjobs);
-    k8s_store_free(st.lws);
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++)
+        k8s_store_free(st.kinds[k]);
     k8s_store_free(st.namespaces);
+}
+
+static void setup(void)
+{
+    setup_from("unit/op_audit/cache.json");
 }
 
 TestSuite(op_audit, .init = setup, .fini = teardown);
@@ -120,5 +123,35 @@ Test(op_audit, incomplete_identity_counted_on_the_named_workload)
                    text);
     cr_expect_null(strstr(text, "no-identity-0"), "%s", text);
     cr_expect_eq(op_audit_incomplete(audit), 4);
+    free(text);
+}
+
+/* ---------- Kubeflow (tests/fixtures/unit/op_audit/kubeflow.json) ---------- */
+
+static void setup_kubeflow(void)
+{
+    setup_from("unit/op_audit/kubeflow.json");
+}
+
+/* A TrainJob's pods name its JobSet; the JobSet's controller owner is the
+ * workload, and its label the opt-in. A PyTorchJob owns its pods. */
+TestSuite(op_audit_kubeflow, .init = setup_kubeflow, .fini = teardown);
+
+Test(op_audit_kubeflow, workloads_audited_on_the_top_level_kind)
+{
+    op_audit_scan(audit, false);
+    char *text = metrics();
+    cr_expect_not_null(
+        strstr(text, UNINJECTED "{namespace=\"kf\",kind=\"TrainJob\",name=\"tj-1\"} 2\n"), "%s",
+        text);
+    cr_expect_not_null(
+        strstr(text, UNINJECTED "{namespace=\"kf\",kind=\"PyTorchJob\",name=\"pt-1\"} 2\n"), "%s",
+        text);
+    cr_expect_null(strstr(text, "name=\"tj-2\""), "%s", text); /* its JobSet's label is not its */
+    cr_expect_null(strstr(text, "kind=\"JobSet\""), "%s", text);
+    cr_expect_eq(op_audit_total(audit), 4);
+    cr_expect_not_null(
+        strstr(text, INCOMPLETE "{namespace=\"kf\",kind=\"TrainJob\",name=\"tj-3\"} 1\n"), "%s",
+        text);
     free(text);
 }

@@ -25,9 +25,9 @@ Test(op_pod, pack_and_view)
     cr_assert_str_eq(p.phase, "Running");
     cr_assert_str_eq(p.ip, "10.0.0.7");
     cr_assert_str_eq(p.hostname, "host-0");
-    cr_assert_str_eq(p.jobset, "llama");
-    cr_assert_str_eq(p.lws, "");
-    cr_assert_str_eq(p.ray_cluster, "rc");
+    cr_assert_str_eq(p.label[K8S_KIND_JOBSET], "llama");
+    cr_assert_str_eq(p.label[K8S_KIND_LWS], "");
+    cr_assert_str_eq(p.label[K8S_KIND_RAYCLUSTER], "rc");
     cr_assert_str_eq(p.opt_label, "true");
     cr_assert_str_eq(p.opt_annotation, "false");
     cr_assert(p.injected);

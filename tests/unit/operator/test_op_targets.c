@@ -22,17 +22,17 @@ static struct k8s_store *store_of(json_t *cache, const char *kind)
 static void setup(void)
 {
     json_t *cache = ts_load_json("unit/op_targets/cache.json");
-    st = (struct op_stores){store_of(cache, "pods"), store_of(cache, "jobsets"),
-                            store_of(cache, "rayjobs"), store_of(cache, "lws")};
+    st = (struct op_stores){.pods = store_of(cache, "pods")};
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++) /* the cached kinds, by their plural */
+        st.kinds[k] = store_of(cache, k8s_kinds[k].plural);
     json_decref(cache);
 }
 
 static void teardown(void)
 {
     k8s_store_free(st.pods);
-    k8s_store_free(st.jobsets);
-    k8s_store_free(st.rayjobs);
-    k8s_store_free(st.lws);
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++)
+        k8s_store_free(st.kinds[k]);
 }
 
 TestSuite(op_targets, .init = setup, .fini = teardown);
@@ -45,9 +45,9 @@ static struct op_targets resolve_pods(const char *ns, char **pods, size_t n)
     return t;
 }
 
-static struct op_targets resolve_ref(enum op_ref_kind k, const char *name)
+static struct op_targets resolve_ref(enum k8s_kind_id k, const char *name)
 {
-    struct op_spec s = {.pod_namespace = "ml", .ref_kind = k, .ref_name = (char *)name};
+    struct op_spec s = {.pod_namespace = "ml", .ref_kind = &k8s_kinds[k], .ref_name = (char *)name};
     struct op_targets t;
     cr_assert_eq(op_targets_resolve(&s, &st, &t), 0);
     return t;
@@ -89,7 +89,7 @@ Test(op_targets, pods_not_ready_wait_and_are_named)
 
 Test(op_targets, jobset_pods_by_label_in_the_namespace_skipping_finished)
 {
-    struct op_targets t = resolve_ref(OP_REF_JOBSET, "llama");
+    struct op_targets t = resolve_ref(K8S_KIND_JOBSET, "llama");
     cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
     cr_assert_eq(t.n, 2);
     cr_assert_str_eq(t.v[0].pod, "js-w-0");
@@ -99,16 +99,16 @@ Test(op_targets, jobset_pods_by_label_in_the_namespace_skipping_finished)
 
 Test(op_targets, lws_and_rayjob)
 {
-    struct op_targets t = resolve_ref(OP_REF_LWS, "serve");
+    struct op_targets t = resolve_ref(K8S_KIND_LWS, "serve");
     cr_assert_eq(t.state, OP_TARGETS_READY);
     cr_assert_str_eq(t.v[0].ip, "fd00::5");
     op_targets_done(&t);
-    t = resolve_ref(OP_REF_RAYJOB, "rl");
+    t = resolve_ref(K8S_KIND_RAYJOB, "rl");
     cr_assert_eq(t.state, OP_TARGETS_READY);
     cr_assert_eq(t.n, 1);
     cr_assert_str_eq(t.v[0].pod, "rc-head");
     op_targets_done(&t);
-    t = resolve_ref(OP_REF_RAYJOB, "new");
+    t = resolve_ref(K8S_KIND_RAYJOB, "new");
     cr_assert_eq(t.state, OP_TARGETS_WAIT);
     cr_assert_str_eq(t.why, "RayJob ml/new has no RayCluster yet");
     op_targets_done(&t);
@@ -116,20 +116,44 @@ Test(op_targets, lws_and_rayjob)
 
 Test(op_targets, workloads_missing_or_without_pods)
 {
-    struct op_targets t = resolve_ref(OP_REF_JOBSET, "nope");
+    struct op_targets t = resolve_ref(K8S_KIND_JOBSET, "nope");
     cr_assert_eq(t.state, OP_TARGETS_FAIL);
     cr_assert_str_eq(t.why, "JobSet ml/nope not found");
     cr_assert_str_eq(t.absent[0], "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/nope");
     op_targets_done(&t);
-    t = resolve_ref(OP_REF_JOBSET, "empty");
+    t = resolve_ref(K8S_KIND_JOBSET, "empty");
     cr_assert_eq(t.state, OP_TARGETS_WAIT);
     cr_assert_str_eq(t.why, "JobSet ml/empty has no pods yet");
     op_targets_done(&t);
-    st.lws_absent = true;
-    k8s_store_free(st.lws);
-    st.lws = NULL;
-    t = resolve_ref(OP_REF_LWS, "serve");
+    st.absent[K8S_KIND_LWS] = true;
+    k8s_store_free(st.kinds[K8S_KIND_LWS]);
+    st.kinds[K8S_KIND_LWS] = NULL;
+    t = resolve_ref(K8S_KIND_LWS, "serve");
     cr_assert_eq(t.state, OP_TARGETS_FAIL);
     cr_assert_str_eq(t.why, "LeaderWorkerSet ml/serve not found (its CRD is not installed)");
+    op_targets_done(&t);
+}
+
+/* Kubeflow: a TrainJob's pods are its JobSet's (the JobSet has its name);
+ * a PyTorchJob's carry its job-name label with operator-name
+ * pytorchjob-controller (a TFJob's pods share the job-name key). */
+Test(op_targets, trainjob_and_pytorchjob)
+{
+    struct op_targets t = resolve_ref(K8S_KIND_TRAINJOB, "tj-1");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 1);
+    cr_assert_str_eq(t.v[0].pod, "tj-1-node-0-0-x7k2p");
+    op_targets_done(&t);
+    t = resolve_ref(K8S_KIND_PYTORCHJOB, "pt-1");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 2, "not the TFJob's pod");
+    cr_assert_str_eq(t.v[0].pod, "pt-1-master-0");
+    cr_assert_str_eq(t.v[1].pod, "pt-1-worker-0");
+    op_targets_done(&t);
+    t = resolve_ref(K8S_KIND_TRAINJOB, "tj-9");
+    cr_assert_eq(t.state, OP_TARGETS_FAIL);
+    cr_assert_str_eq(t.why, "TrainJob ml/tj-9 not found");
+    cr_assert_str_eq(t.absent[0],
+                     "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/tj-9");
     op_targets_done(&t);
 }

@@ -14,6 +14,7 @@
  * every volumeMount has a volume, injected variables come after what they
  * reference, and a second run over the patched pod yields no operations. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <stdlib.h>
@@ -199,14 +200,6 @@ static void expect_json_eq(const json_t *got, const json_t *want, const char *wh
     free(w);
 }
 
-static bool str_in(const char *const *arr, size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(arr[i], s))
-            return true;
-    return false;
-}
-
 static void check_container(const json_t *c, const json_t *volumes, bool cycle_ok, const char *dir)
 {
     const char *cname = json_string_value(json_object_get(c, "name"));
@@ -341,93 +334,42 @@ static void run_case(const char *name)
     run_case_into(name, NULL, NULL);
 }
 
-#define CASE(id, dirname)                                                                          \
-    Test(wh_mutate, id)                                                                            \
-    {                                                                                              \
-        run_case(dirname);                                                                         \
-    }
+/* Every directory of tests/fixtures/unit/mutate is a case: found by listing
+ * the folder, so a new case is a new directory and nothing else. */
+struct case_param {
+    char name[128];
+};
 
-CASE(jobset_pod_with_env, "jobset-env")
-CASE(bare_pod_without_env_volumes_mounts_annotations, "bare-minimal")
-CASE(pod_template_without_metadata_offline, "no-metadata-offline")
-CASE(native_sidecar_injected_plain_init_not, "native-sidecar")
-CASE(skip_containers_default, "skip-default")
-CASE(skip_containers_flag_replaces_default, "skip-flag")
-CASE(inject_containers_annotation_narrows_and_warns, "inject-containers")
-CASE(inject_containers_annotation_matches_nothing, "inject-containers-none")
-CASE(mount_path_taken_warns, "mountpath-taken")
-CASE(volume_already_present, "volume-present")
-CASE(user_env_not_overwritten, "user-env-kept")
-CASE(resource_attributes_merged, "attrs-merge")
-CASE(resource_attributes_merge_opt_out, "attrs-merge-optout")
-CASE(otel_service_name_annotation, "service-name-annotation")
-CASE(resource_attribute_annotations_pod_over_workload, "attrs-annotations-offline")
-CASE(not_opted_in, "not-opted-in")
-CASE(opt_out_annotation, "opt-out-annotation")
-CASE(unexpected_shape_warns, "bad-shape")
-CASE(rl_attribute_with_unknown_run_id, "rl-unknown-run-id")
-CASE(namespace_opt_in_through_lookup, "namespace-lookup")
-CASE(container_added_later_gets_identical_values, "added-later")
-CASE(lookup_budget_exceeded_warns, "budget-exceeded")
-CASE(annotation_attributes_encoded_service_name_not_injected, "attrs-encoded-service-name")
-CASE(users_otel_settings_take_precedence, "user-otel-settings")
-CASE(seed_000_rl_deployment_keeps_the_users_block, "seed-000")
-
-/* DESIGN §3.5: the mount is "skipped per container where the mountPath is
- * taken, with a warning" — also when that leaves no container needing the
- * volume. */
-Test(wh_mutate, mount_path_taken_only_container_warns,
-     .disabled = false /* was BUG: no warning when every target's mountPath is taken */)
+static void free_params(struct criterion_test_params *ctp)
 {
-    run_case("mountpath-taken-only");
+    cr_free(ctp->params);
 }
 
-/* Every case directory is run by one of the tests above. */
-Test(wh_mutate, every_case_directory_is_listed)
+ParameterizedTestParameters(wh_mutate, fixture_case)
 {
-    static const char *const listed[] = {
-        "jobset-env",
-        "bare-minimal",
-        "no-metadata-offline",
-        "native-sidecar",
-        "skip-default",
-        "skip-flag",
-        "inject-containers",
-        "inject-containers-none",
-        "mountpath-taken",
-        "volume-present",
-        "user-env-kept",
-        "attrs-merge",
-        "attrs-merge-optout",
-        "service-name-annotation",
-        "attrs-annotations-offline",
-        "not-opted-in",
-        "opt-out-annotation",
-        "bad-shape",
-        "rl-unknown-run-id",
-        "namespace-lookup",
-        "added-later",
-        "budget-exceeded",
-        "mountpath-taken-only",
-        "attrs-encoded-service-name",
-        "user-otel-settings",
-        "seed-000",
-    };
     char *root = ts_fixture_path("unit/mutate");
     DIR *d = opendir(root);
     cr_assert_not_null(d, "%s", root);
+    size_t n = 0, cap = 64;
+    struct case_param *p = cr_malloc(cap * sizeof(*p));
     struct dirent *e;
-    size_t n = 0;
-    while ((e = readdir(d))) {
+    while (p && (e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        n++;
-        cr_expect(str_in(listed, sizeof(listed) / sizeof(listed[0]), e->d_name),
-                  "case %s is not run", e->d_name);
+        if (n == cap)
+            p = cr_realloc(p, (cap *= 2) * sizeof(*p));
+        if (p)
+            snprintf(p[n++].name, sizeof(p->name), "%s", e->d_name);
     }
     closedir(d);
     free(root);
-    cr_expect_eq(n, sizeof(listed) / sizeof(listed[0]));
+    cr_assert_not_null(p);
+    return cr_make_param_array(struct case_param, p, n, free_params);
+}
+
+ParameterizedTest(struct case_param *c, wh_mutate, fixture_case)
+{
+    run_case(c->name);
 }
 
 /* ---------- properties beyond the fixtures ---------- */
@@ -452,11 +394,11 @@ Test(wh_mutate, annotations_hold_the_env_json)
     struct wh_mutate_out out;
     run_case_into("jobset-env", &patched, &out);
     const json_t *ann = json_object_get(json_object_get(patched, "metadata"), "annotations");
-    cr_expect_str_eq(json_string_value(json_object_get(ann, WH_ANN_IDENTIFIER)),
+    cr_expect_str_eq(json_string_value(json_object_get(ann, K8S_ANN_IDENTIFIER)),
                      env_value(patched, 0, "GKE_DIAGON_IDENTIFIER"));
-    cr_expect_str_eq(json_string_value(json_object_get(ann, WH_ANN_METADATA)),
+    cr_expect_str_eq(json_string_value(json_object_get(ann, K8S_ANN_METADATA)),
                      env_value(patched, 0, "GKE_DIAGON_METADATA"));
-    cr_expect_str_eq(json_string_value(json_object_get(ann, WH_ANN_INJECTION)), out.injection);
+    cr_expect_str_eq(json_string_value(json_object_get(ann, K8S_ANN_INJECTION)), out.injection);
     cr_expect_str_eq(json_string_value(json_object_get(ann, "a")), "b", "user annotation kept");
     cr_expect_str_eq(out.workload, "JobSet/train");
     cr_expect_eq(out.containers, 1);
@@ -605,14 +547,14 @@ Test(wh_mutate, added_container_values_byte_identical_to_annotations)
     const json_t *ann = json_object_get(json_object_get(patched, "metadata"), "annotations");
     for (size_t ci = 0; ci < 2; ci++) {
         cr_expect_str_eq(env_value(patched, ci, "GKE_DIAGON_IDENTIFIER"),
-                         json_string_value(json_object_get(ann, WH_ANN_IDENTIFIER)),
+                         json_string_value(json_object_get(ann, K8S_ANN_IDENTIFIER)),
                          "container %zu", ci);
         cr_expect_str_eq(env_value(patched, ci, "GKE_DIAGON_METADATA"),
-                         json_string_value(json_object_get(ann, WH_ANN_METADATA)), "container %zu",
+                         json_string_value(json_object_get(ann, K8S_ANN_METADATA)), "container %zu",
                          ci);
     }
     /* the recorded injection annotation is not rewritten */
-    cr_expect_str_eq(json_string_value(json_object_get(ann, WH_ANN_INJECTION)),
+    cr_expect_str_eq(json_string_value(json_object_get(ann, K8S_ANN_INJECTION)),
                      "0.1.0;0123456789ab");
     json_decref(patched);
     wh_mutate_out_done(&out);
@@ -641,9 +583,9 @@ Test(wh_mutate, partial_identity_annotation_agrees_with_env,
     json_t *patched = NULL;
     cr_assert_eq(k8s_jsonpatch_apply(pod, out.patch, &patched, NULL), 0);
     const json_t *ann = json_object_get(json_object_get(patched, "metadata"), "annotations");
-    cr_expect_str_eq(json_string_value(json_object_get(ann, WH_ANN_IDENTIFIER)),
+    cr_expect_str_eq(json_string_value(json_object_get(ann, K8S_ANN_IDENTIFIER)),
                      env_value(patched, 0, "GKE_DIAGON_IDENTIFIER"));
-    cr_expect_str_eq(json_string_value(json_object_get(ann, WH_ANN_METADATA)),
+    cr_expect_str_eq(json_string_value(json_object_get(ann, K8S_ANN_METADATA)),
                      env_value(patched, 0, "GKE_DIAGON_METADATA"));
     json_decref(patched);
     wh_mutate_out_done(&out);

@@ -6,7 +6,7 @@
 #include "wh_policy.h"
 #include "test_support.h"
 
-#define M WH_LABEL_MANAGED
+#define M K8S_LABEL_MANAGED
 
 /* Pod metadata with the managed label/annotation set to l / a (NULL =
  * absent). */
@@ -149,7 +149,7 @@ Test(wh_policy, namespace_true_not_for_other_kinds)
         char want[200];
         snprintf(want, sizeof(want),
                  "namespace team-a is labelled but %s is not a JobSet, LeaderWorkerSet, RayJob, "
-                 "RayCluster or Job",
+                 "TrainJob, PyTorchJob, RayCluster or Job",
                  kinds[i]);
         cr_expect_str_eq(d.reason, want);
         json_decref(pod);

@@ -562,3 +562,52 @@ Test(wh_workload, done_releases_and_is_safe)
     wh_workload_done(NULL);
     cr_expect_null(z.labels);
 }
+
+/* ---------- Kubeflow: TrainJob (Pod→Job→JobSet→TrainJob), PyTorchJob ---------- */
+
+Test(wh_workload, standalone_trainjob_pod_names_its_jobset)
+{
+    struct wh_workload w;
+    resolve("trainjob", NULL, &w);
+    expect_wl(&w, "JobSet", "tj-1", "Job/tj-1-node-0", true); /* its owner is not known */
+    expect_standalone_unknown(&w);
+    wh_workload_done(&w);
+}
+
+Test(wh_workload, chain_pod_job_jobset_trainjob)
+{
+    struct wh_workload w;
+    resolve("trainjob", &lk, &w);
+    expect_wl(&w, "TrainJob", "tj-1", "Job/tj-1-node-0", true);
+    expect_label(&w, "managed-mldiagnostics-gke", "true");
+    cr_expect_null(json_object_get(w.labels, "team"), "the JobSet's labels are not the TrainJob's");
+    cr_expect_str_eq(w.created, "2024-03-05T07:08:09Z");
+    const char *want[] = {"JobSet/team-a/tj-1", "TrainJob/team-a/tj-1"};
+    expect_calls(want, 2);
+    wh_workload_done(&w);
+}
+
+Test(wh_workload, pytorchjob_pod_by_label_and_owner)
+{
+    struct wh_workload w;
+    resolve("pytorchjob", NULL, &w);
+    expect_wl(&w, "PyTorchJob", "pt-1", "PyTorchJob/pt-1", true);
+    expect_standalone_unknown(&w);
+    wh_workload_done(&w);
+    resolve("pytorchjob", &lk, &w);
+    expect_wl(&w, "PyTorchJob", "pt-1", "PyTorchJob/pt-1", true);
+    expect_label(&w, "managed-mldiagnostics-gke", "true");
+    const char *want[] = {"PyTorchJob/team-a/pt-1"};
+    expect_calls(want, 1);
+    wh_workload_done(&w);
+}
+
+/* The training-operator stamps the same job-name label for every framework:
+ * only operator-name=pytorchjob-controller makes it a PyTorchJob's. */
+Test(wh_workload, tfjob_pod_is_not_a_pytorchjob)
+{
+    struct wh_workload w;
+    resolve("tfjob", NULL, &w);
+    expect_wl(&w, "TFJob", "tf-2", "TFJob/tf-2", false);
+    wh_workload_done(&w);
+}

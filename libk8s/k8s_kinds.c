@@ -1,0 +1,206 @@
+#include "k8s_kinds.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One API group/version and plural, written once per row. */
+#define API(g, v, p)                                                                               \
+    .group = g, .api_version = g "/" v, .prefix = "/apis/" g "/" v, .plural = p, .resource = p "." g
+#define ALL_ROLES (K8S_KIND_NS_LABEL | K8S_KIND_WEBHOOK_WATCH | K8S_KIND_WORKLOAD_REF)
+
+const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
+    [K8S_KIND_JOBSET] =
+        {
+            .kind = "JobSet",
+            API("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+            .flags = ALL_ROLES | K8S_KIND_NAMES_BY_LABEL,
+            .pod_label = {"jobset.sigs.k8s.io/jobset-name"},
+            .owners = {"TrainJob"},
+            .sites = {{K8S_SITE_EACH_ITEM, "/spec/replicatedJobs", "/template/spec/template",
+                       "replicatedJobs", NULL}},
+            .pods_by = K8S_KIND_JOBSET,
+        },
+    [K8S_KIND_LWS] =
+        {
+            .kind = "LeaderWorkerSet",
+            API("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+            .flags = ALL_ROLES | K8S_KIND_NAMES_BY_LABEL,
+            .pod_label = {"leaderworkerset.sigs.k8s.io/name"},
+            .sites = {{K8S_SITE_ONE, "/spec/leaderWorkerTemplate/leaderTemplate", NULL,
+                       "leader template", "StatefulSet"},
+                      {K8S_SITE_ONE, "/spec/leaderWorkerTemplate/workerTemplate", NULL,
+                       "worker template", NULL}},
+            .pods_by = K8S_KIND_LWS,
+        },
+    [K8S_KIND_RAYJOB] =
+        {
+            .kind = "RayJob",
+            API("ray.io", "v1", "rayjobs"),
+            .flags = ALL_ROLES | K8S_KIND_NAMES_BY_LABEL,
+            .pod_label = {"ray.io/originated-from-cr-name", "ray.io/originated-from-crd", "RayJob"},
+            .sites = {{K8S_SITE_ONE, "/spec/rayClusterSpec/headGroupSpec/template", NULL,
+                       "head template", NULL},
+                      {K8S_SITE_EACH_ITEM, "/spec/rayClusterSpec/workerGroupSpecs", "/template",
+                       "worker group", NULL},
+                      {K8S_SITE_ONE, "/spec/submitterPodTemplate", NULL, "submitter template",
+                       "Job"}},
+            .pods_by = K8S_KIND_RAYCLUSTER,
+            .pods_by_status = "rayClusterName",
+        },
+    [K8S_KIND_RAYCLUSTER] =
+        {
+            .kind = "RayCluster",
+            API("ray.io", "v1", "rayclusters"),
+            .flags = K8S_KIND_NS_LABEL | K8S_KIND_WEBHOOK_WATCH,
+            .pod_label = {"ray.io/cluster"},
+            .owners = {"RayJob"},
+            .sites = {{K8S_SITE_ONE, "/spec/headGroupSpec/template", NULL, "head template",
+                       "RayCluster"},
+                      {K8S_SITE_EACH_ITEM, "/spec/workerGroupSpecs", "/template", "worker group",
+                       "RayCluster"}},
+            .pods_by = K8S_KIND_NONE,
+        },
+    [K8S_KIND_JOB] =
+        {
+            .kind = "Job",
+            API("batch", "v1", "jobs"),
+            .flags = K8S_KIND_NS_LABEL | K8S_KIND_WEBHOOK_WATCH,
+            .pod_label = {"batch.kubernetes.io/job-name"},
+            .owners = {"JobSet", "RayJob"},
+            .sites = {{K8S_SITE_ONE, "/spec/template", NULL, "template", "Job"}},
+            .pods_by = K8S_KIND_NONE,
+        },
+    /* Kubeflow Trainer: its JobSet has its name and names it as the
+     * controller owner; its pods carry only the JobSet's labels */
+    [K8S_KIND_TRAINJOB] =
+        {
+            .kind = "TrainJob",
+            API("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
+            .flags = ALL_ROLES,
+            .pods_by = K8S_KIND_JOBSET,
+        },
+    /* Kubeflow training-operator: it owns its pods (<name>-<type>-<index>);
+     * the job-name label is shared by every framework it runs, the
+     * operator-name label says which */
+    [K8S_KIND_PYTORCHJOB] =
+        {
+            .kind = "PyTorchJob",
+            API("kubeflow.org", "v1", "pytorchjobs"),
+            .flags = ALL_ROLES | K8S_KIND_NAMES_BY_LABEL,
+            .pod_label = {"training.kubeflow.org/job-name", "training.kubeflow.org/operator-name",
+                          "pytorchjob-controller"},
+            .sites = {{K8S_SITE_EACH_MEMBER, "/spec/pytorchReplicaSpecs", "/template",
+                       "pytorchReplicaSpecs", "PyTorchJob"}},
+            .pods_by = K8S_KIND_PYTORCHJOB,
+        },
+    /* read one at a time on a miss (pod-label opt-in of other workloads) */
+    [K8S_KIND_DEPLOYMENT] =
+        {
+            .kind = "Deployment",
+            API("apps", "v1", "deployments"),
+            .sites = {{K8S_SITE_ONE, "/spec/template", NULL, "template", NULL}},
+            .pods_by = K8S_KIND_NONE,
+        },
+    [K8S_KIND_STATEFULSET] =
+        {
+            .kind = "StatefulSet",
+            API("apps", "v1", "statefulsets"),
+            .owners = {"LeaderWorkerSet"},
+            .sites = {{K8S_SITE_ONE, "/spec/template", NULL, "template", "StatefulSet"}},
+            .pods_by = K8S_KIND_NONE,
+        },
+    [K8S_KIND_REPLICASET] =
+        {
+            .kind = "ReplicaSet",
+            API("apps", "v1", "replicasets"),
+            .owners = {"Deployment"},
+            .pods_by = K8S_KIND_NONE,
+        },
+};
+
+const struct k8s_kind *k8s_kind_find(const char *kind)
+{
+    enum k8s_kind_id id = k8s_kind_id_of(kind);
+    return id == K8S_KIND_NONE ? NULL : &k8s_kinds[id];
+}
+
+enum k8s_kind_id k8s_kind_id_of(const char *kind)
+{
+    for (int i = 0; kind && i < K8S_KIND_COUNT; i++)
+        if (!strcmp(k8s_kinds[i].kind, kind))
+            return (enum k8s_kind_id)i;
+    return K8S_KIND_NONE;
+}
+
+static const char *label_of(const json_t *labels, const char *key)
+{
+    return json_string_value(json_object_get(labels, key));
+}
+
+const char *k8s_kind_pod_label(const struct k8s_kind *k, const json_t *labels)
+{
+    const struct k8s_kind_label *l = &k->pod_label;
+    const char *v = l->key ? label_of(labels, l->key) : NULL;
+    if (!v)
+        return NULL;
+    if (l->when && !(label_of(labels, l->when) && !strcmp(label_of(labels, l->when), l->is)))
+        return NULL;
+    return v;
+}
+
+bool k8s_kind_selects_pods(enum k8s_kind_id id)
+{
+    for (int i = 0; i < K8S_KIND_COUNT; i++)
+        if ((k8s_kinds[i].flags & K8S_KIND_WORKLOAD_REF) && k8s_kinds[i].pods_by == id)
+            return true;
+    return false;
+}
+
+const char *k8s_kinds_names(unsigned flags, char *out, size_t cap)
+{
+    int picked[K8S_KIND_COUNT], n = 0;
+    for (int i = 0; i < K8S_KIND_COUNT; i++)
+        if ((k8s_kinds[i].flags & flags) == flags)
+            picked[n++] = i;
+    size_t len = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && len < cap; i++) {
+        const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
+        int w = snprintf(out + len, cap - len, "%s%s", sep, k8s_kinds[picked[i]].kind);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return out;
+}
+
+static json_t *strings(const char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n && v[i]; i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+json_t *k8s_kinds_json(void)
+{
+    json_t *all = json_array();
+    for (int i = 0; all && i < K8S_KIND_COUNT; i++) {
+        const struct k8s_kind *k = &k8s_kinds[i];
+        const char *sites[K8S_KIND_MAX_SITES];
+        for (size_t s = 0; s < K8S_KIND_MAX_SITES; s++)
+            sites[s] = k->sites[s].path;
+        json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:o, s:o, s:b, s:b, s:b, s:b}", "kind",
+                                k->kind, "group", k->group, "apiVersion", k->api_version, "plural",
+                                k->plural, "podLabel", k->pod_label.key, "owners",
+                                strings(k->owners, K8S_KIND_MAX_OWNERS), "sites",
+                                strings(sites, K8S_KIND_MAX_SITES), "namesByLabel",
+                                (k->flags & K8S_KIND_NAMES_BY_LABEL) != 0, "namespaceLabel",
+                                (k->flags & K8S_KIND_NS_LABEL) != 0, "webhookWatch",
+                                (k->flags & K8S_KIND_WEBHOOK_WATCH) != 0, "workloadRef",
+                                (k->flags & K8S_KIND_WORKLOAD_REF) != 0);
+        if (!row || json_array_append_new(all, row) < 0) {
+            json_decref(all);
+            return NULL;
+        }
+    }
+    return all;
+}
