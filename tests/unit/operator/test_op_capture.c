@@ -434,13 +434,20 @@ static bool metric(const char *line)
     return found;
 }
 
-Test(capture, outcomes_and_rpcs_are_counted)
+/* x on p-0 and p-1 from creation to its outcome, every host answering code. */
+static struct op_capture *to_outcome(int code, const char *msg)
 {
     create("x", "p-0,p-1", NULL);
     struct op_capture *c = start();
     cr_assert_eq(rec(c, "ml/x"), OP_DONE);
-    cr_assert(deliver(0, OP_GRPC_OK, ""));
+    cr_assert(deliver(0, code, msg));
     cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    return c;
+}
+
+Test(capture, outcomes_and_rpcs_are_counted)
+{
+    struct op_capture *c = to_outcome(OP_GRPC_OK, "");
     cr_assert(metric("mldiagnostics_operator_captures_total{outcome=\"succeeded\"} 1"));
     cr_assert(metric("mldiagnostics_operator_rpcs_total{code=\"OK\"} 2"), "one per host");
     cr_assert(metric("mldiagnostics_operator_rpc_duration_seconds_count 2"));
@@ -450,11 +457,7 @@ Test(capture, outcomes_and_rpcs_are_counted)
 
 Test(capture, a_failed_host_fails_the_capture_naming_it)
 {
-    struct op_capture *c = start();
-    create("x", "p-0,p-1", NULL);
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
-    cr_assert(deliver(0, OP_GRPC_INTERNAL, "Another profiling session active."));
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    struct op_capture *c = to_outcome(OP_GRPC_INTERNAL, "Another profiling session active.");
     cr_assert_str_eq(phase_of("ml/x"), "Failed");
     const char *em = json_string_value(
         json_object_get(json_object_get(status_of("ml/x"), "captureResult"), "errorMessage"));
