@@ -11,6 +11,7 @@
 
 #define ATTRS_VAR   "OTEL_RESOURCE_ATTRIBUTES"
 #define WH_REFS_MAX 8
+#define OTLP_PREFIX "OTEL_EXPORTER_OTLP_"
 
 bool wh_env_references(const char *value, const char *name)
 {
@@ -121,7 +122,7 @@ static char *endpoint(const struct build *b)
 /* The user's settings that take precedence over a signal's endpoint and
  * insecure variables (the OTel spec's exporter configuration). */
 static const struct {
-    const char *name;
+    const char *name; /* each begins with OTLP_PREFIX */
     unsigned signals;
 } user_otlp[] = {
     {"OTEL_EXPORTER_OTLP_ENDPOINT", SIG_ALL},
@@ -500,7 +501,11 @@ static void otlp_overrides(const struct plan *p, const char *cause[2])
 {
     for (size_t i = 0; i < p->n_user; i++) {
         const struct entry *e = &p->user[i];
-        for (size_t k = 0; e->name && k < sizeof(user_otlp) / sizeof(user_otlp[0]); k++) {
+        /* every name there is OTEL_EXPORTER_OTLP_*: most entries fail at the prefix */
+        if (!e->name || e->len < sizeof(OTLP_PREFIX) - 1 ||
+            memcmp(e->name, OTLP_PREFIX, sizeof(OTLP_PREFIX) - 1))
+            continue;
+        for (size_t k = 0; k < sizeof(user_otlp) / sizeof(user_otlp[0]); k++) {
             if (strcmp(e->name, user_otlp[k].name) || ours_already(p->set, e))
                 continue;
             for (int b = 0; b < 2; b++)
