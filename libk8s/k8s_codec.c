@@ -13,8 +13,7 @@
  * (~10 instructions a byte, a tenth of an admission); this one looks up
  * two characters per 12 bits, six input bytes per step. */
 
-static const char alphabet[65] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char alphabet[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static uint16_t pairs[4096]; /* the two characters of each 12-bit value, in memory order */
 static pthread_once_t pairs_once = PTHREAD_ONCE_INIT;
 

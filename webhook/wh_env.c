@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_json.h"
 #include "k8s_jsonpatch.h"
+#include "k8s_jsonpatch_text.h"
 #include "wh_warn.h"
 
 #define ATTRS_VAR   "OTEL_RESOURCE_ATTRIBUTES"
@@ -210,6 +212,22 @@ json_t *wh_env_var_json(const struct wh_env_var *v)
     return o;
 }
 
+/* wh_env_var_json's value as compact text, written straight into b. */
+static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
+{
+    int r = k8s_buf_append(b, "{\"name\":", 8);
+    r = r ? r : k8s_json_write_string(v->name, strlen(v->name), b);
+    if (v->value) {
+        r = r ? r : k8s_buf_append(b, ",\"value\":", 9);
+        r = r ? r : k8s_json_write_string(v->value, strlen(v->value), b);
+        return r ? r : k8s_buf_append(b, "}", 1);
+    }
+    static const char from[] = ",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":";
+    r = r ? r : k8s_buf_append(b, from, sizeof(from) - 1);
+    r = r ? r : k8s_json_write_string(v->field_path, strlen(v->field_path), b);
+    return r ? r : k8s_buf_append(b, "}}}", 3);
+}
+
 json_t *wh_envset_json(const struct wh_envset *set)
 {
     json_t *arr = json_array();
@@ -354,13 +372,9 @@ static bool place(struct plan *p)
     return ok;
 }
 
-static json_t *var_json(const struct plan *p, size_t j)
-{
-    return wh_env_var_json(&p->set->v[j]);
-}
-
 /* Emit the "add" operations in ascending final position. */
-static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int *added)
+static int emit_adds(const struct plan *p, const char *cpath, struct k8s_jsonpatch_text *patch,
+                     int *added)
 {
     struct k8s_buf path;
     k8s_buf_init(&path, 4096);
@@ -383,8 +397,9 @@ static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int
         if (r == 0)
             r = i == p->n_user ? k8s_jsonptr_push_end(&path)
                                : k8s_jsonptr_push_index(&path, i + inserted);
-        if (r == 0)
-            r = k8s_jsonpatch_append_new(patch, "add", k8s_buf_str(&path), var_json(p, j));
+        r = r ? r : k8s_jsonpatch_text_begin(patch, "add", k8s_buf_str(&path));
+        r = r ? r : write_var(&p->set->v[j], &patch->buf);
+        r = r ? r : k8s_jsonpatch_text_end(patch);
         inserted++;
         (*added)++;
     }
@@ -421,7 +436,7 @@ out_done:
 
 /* Merge into a user's OTEL_RESOURCE_ATTRIBUTES at user[idx]. */
 static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const char *cname,
-                            json_t *patch, json_t *warnings, int *added)
+                            struct k8s_jsonpatch_text *patch, json_t *warnings, int *added)
 {
     if (p->user[idx].value_from) {
         wh_warnf(warnings, "container %s: " ATTRS_VAR " comes from valueFrom; not merged", cname);
@@ -440,18 +455,24 @@ static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const
     char path[600];
     snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, idx);
     (*added)++;
-    return k8s_jsonpatch_append_new(patch, op, path, json_string_nocheck(p->merged));
+    return k8s_jsonpatch_text_string(patch, op, path, p->merged);
 }
 
-static int whole_env(const struct wh_envset *set, const char *cpath, json_t *patch, int *added)
+static int whole_env(const struct wh_envset *set, const char *cpath,
+                     struct k8s_jsonpatch_text *patch, int *added)
 {
     char path[600];
     snprintf(path, sizeof(path), "%s/env", cpath);
-    json_t *all = wh_envset_json(set);
-    if (!all)
-        return -K8S_ENOMEM;
+    int r = k8s_jsonpatch_text_begin(patch, "add", path);
+    r = r ? r : k8s_buf_append(&patch->buf, "[", 1);
+    for (size_t i = 0; i < set->n && r == 0; i++) {
+        if (i)
+            r = k8s_buf_append(&patch->buf, ",", 1);
+        r = r ? r : write_var(&set->v[i], &patch->buf);
+    }
+    r = r ? r : k8s_buf_append(&patch->buf, "]", 1);
     *added += (int)set->n;
-    return k8s_jsonpatch_append_new(patch, "add", path, all);
+    return r ? r : k8s_jsonpatch_text_end(patch);
 }
 
 /* One user variable. Members are walked in order and told apart by
@@ -577,6 +598,21 @@ static size_t read_env(struct plan *p, const json_t *env)
 
 int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
                  bool merge, json_t *patch, json_t *warnings, int *ret_added)
+{
+    struct k8s_jsonpatch_text text;
+    k8s_jsonpatch_text_init(&text);
+    int r = wh_env_patch_text(set, container, cpath, merge, &text, warnings, ret_added);
+    json_t *ops = r == 0 ? k8s_jsonpatch_text_tree(&text) : NULL;
+    if (r == 0 && (!ops || json_array_extend(patch, ops) < 0))
+        r = -K8S_ENOMEM;
+    json_decref(ops);
+    k8s_jsonpatch_text_done(&text);
+    return r;
+}
+
+int wh_env_patch_text(const struct wh_envset *set, const json_t *container, const char *cpath,
+                      bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
+                      int *ret_added)
 {
     const char *cname = json_string_value(json_object_get(container, "name"));
     const json_t *env = json_object_get(container, "env");

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "k8s_err.h"
+#include "k8s_jsonpatch_text.h"
 #include "k8s_mlrun.h"
 #include "wh_config.h"
 #include "wh_lookup.h"
@@ -44,12 +45,14 @@ struct wh_mutate_in {
     const struct wh_workload *workload; /* pre-resolved (offline), or NULL to resolve */
     time_t now;                         /* admission time */
     int64_t deadline_ns;                /* CLOCK_MONOTONIC budget for lookups */
+    bool text_only; /* the patch as text alone (out->text), no tree: the admission path */
 };
 
 struct wh_mutate_out {
     bool inject;                    /* the pod is opted in and has target containers */
     char reason[240];               /* why (logs, --explain) */
-    json_t *patch;                  /* array of operations, possibly empty */
+    json_t *patch;                  /* array of operations, possibly empty; NULL with text_only */
+    struct k8s_jsonpatch_text text; /* with text_only: the same operations as JSON text */
     json_t *warnings;               /* array of strings */
     char workload[330];             /* "Kind/name" of the workload */
     int containers;                 /* containers that received changes */
