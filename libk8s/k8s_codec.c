@@ -35,10 +35,50 @@ static uint64_t load_be64(const unsigned char *p) /* p[0..8), p[0] the top byte 
     return x;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_SSSE3_PATH 1
+
+/* 12 bytes -> 16 characters per step with SSSE3 (W. Mula and D. Lemire,
+ * "Faster Base64 Encoding and Decoding Using AVX2 Instructions", 2018: the
+ * shuffle, the multiply-shift split into 6-bit indices and the pshufb
+ * offset lookup). Reads 16 bytes per step; returns the bytes consumed. */
+__attribute__((target("ssse3"))) static size_t encode_ssse3(char *out, const unsigned char *in,
+                                                            size_t n)
+{
+    const __m128i shuf = _mm_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
+    const __m128i offsets =
+        _mm_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                      '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
+    size_t done = 0;
+    for (; n - done >= 16; done += 12, out += 16) {
+        __m128i x = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(in + done)), shuf);
+        __m128i hi = _mm_mulhi_epu16(_mm_and_si128(x, _mm_set1_epi32(0x0fc0fc00)),
+                                     _mm_set1_epi32(0x04000040));
+        __m128i lo = _mm_mullo_epi16(_mm_and_si128(x, _mm_set1_epi32(0x003f03f0)),
+                                     _mm_set1_epi32(0x01000010));
+        __m128i idx = _mm_or_si128(hi, lo); /* 16 indices 0..63 */
+        __m128i k = _mm_subs_epu8(idx, _mm_set1_epi8(51));
+        k = _mm_or_si128(k,
+                         _mm_and_si128(_mm_cmpgt_epi8(_mm_set1_epi8(26), idx), _mm_set1_epi8(13)));
+        _mm_storeu_si128((__m128i *)out, _mm_add_epi8(_mm_shuffle_epi8(offsets, k), idx));
+    }
+    return done;
+}
+#endif
+
 /* Standard padded base64 of in[0..n) into out[0..BASE64_ENCODE_RAW_LENGTH(n)). */
 static void encode(char *out, const unsigned char *in, size_t n)
 {
     pthread_once(&pairs_once, pairs_init);
+#ifdef HAVE_SSSE3_PATH
+    if (n >= 16 && __builtin_cpu_supports("ssse3")) {
+        size_t done = encode_ssse3(out, in, n);
+        in += done;
+        out += done / 3 * 4;
+        n -= done;
+    }
+#endif
     for (; n >= 8; n -= 6, in += 6, out += 8) { /* reads 8, uses the first 6 */
         uint64_t x = load_be64(in);
         memcpy(out, &pairs[x >> 52], 2);
