@@ -114,11 +114,13 @@ _Static_assert(sizeof(rows) / sizeof(rows[0]) == WH_ENV_COUNT, "one row per enum
 
 static char *endpoint(const struct build *b)
 {
-    char *v = NULL;
-    if (asprintf(&v, "$(%s).$(%s).svc.%s:4317", rows[WH_ENV_COLLECTOR_NAME].name,
-                 rows[WH_ENV_COLLECTOR_NAMESPACE].name, b->cfg->cluster_domain) < 0)
+    struct k8s_buf v;
+    k8s_buf_init(&v, 4096);
+    if (k8s_buf_cat(&v, "$(", rows[WH_ENV_COLLECTOR_NAME].name, ").$(",
+                    rows[WH_ENV_COLLECTOR_NAMESPACE].name, ").svc.", b->cfg->cluster_domain,
+                    ":4317", NULL) < 0)
         return NULL;
-    return v;
+    return k8s_buf_take(&v, NULL);
 }
 
 /* The user's settings that take precedence over a signal's endpoint and
