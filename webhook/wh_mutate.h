@@ -9,8 +9,12 @@
  * are escaped, no env name, volume name or mountPath is duplicated, and a
  * second run over the patched pod yields no operations (idempotent).
  *
+ * The patch is written as JSON text (k8s_jsonpatch_text); the admission
+ * path (in->text_only) sends that text, everyone else gets the tree parsed
+ * from it, so both see the same bytes.
+ *
  * Thread-safety: reentrant; cfg and lookups are shared read-only.
- * Ownership: struct wh_mutate_out owns its JSON; release with
+ * Ownership: struct wh_mutate_out owns its JSON and its text; release with
  * wh_mutate_out_done (NULL-safe, safe on a zeroed struct).
  */
 #ifndef WH_MUTATE_H

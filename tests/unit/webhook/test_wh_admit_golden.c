@@ -66,6 +66,7 @@ Test(wh_admit_golden, every_review_answered_byte_for_byte_as_before)
         n++;
     }
     closedir(d);
+    wh_config_done(&cfg);
     cr_assert_geq(n, 100, "only %d golden reviews found", n);
     cr_expect_eq(same, n, "%d of %d answers differ", n - same, n);
 }
