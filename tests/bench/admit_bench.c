@@ -10,6 +10,7 @@
  * on a shared machine), and the median batch's. With -o, nothing is timed:
  * each review's answer is written to DIR/<name>.response (name: the file's
  * without .review.json), as tests/fixtures/unit/admit-golden was made.
+ * ADMIT_BENCH_LOG=1 logs each admission (-v 2, to stderr) as the server does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
         return 2;
     }
     k8s_arena_jansson_install();
-    k8s_log_set_level(-1);
+    k8s_log_set_level(getenv("ADMIT_BENCH_LOG") ? 2 : -1);
     struct wh_config cfg;
     wh_config_init(&cfg);
     cfg.standalone = true;
