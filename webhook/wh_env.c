@@ -196,25 +196,8 @@ void wh_envset_done(struct wh_envset *set)
     memset(set, 0, sizeof(*set));
 }
 
-/* Values are valid UTF-8 (ASCII constants, validated flags, strings from
- * parsed JSON), so the _nocheck constructors skip jansson's re-validation. */
-json_t *wh_env_var_json(const struct wh_env_var *v)
-{
-    json_t *o = json_object();
-    json_object_set_new_nocheck(o, "name", json_string_nocheck(v->name));
-    if (v->value) {
-        json_object_set_new_nocheck(o, "value", json_string_nocheck(v->value));
-        return o;
-    }
-    json_t *ref = json_object(), *from = json_object();
-    json_object_set_new_nocheck(ref, "apiVersion", json_string_nocheck("v1"));
-    json_object_set_new_nocheck(ref, "fieldPath", json_string_nocheck(v->field_path));
-    json_object_set_new_nocheck(from, "fieldRef", ref);
-    json_object_set_new_nocheck(o, "valueFrom", from);
-    return o;
-}
-
-/* wh_env_var_json's value as compact text, written straight into b. */
+/* The env entry of v as compact JSON text, written straight into b (the
+ * one description of an entry: the tree below is parsed from it). */
 static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
 {
     int r = k8s_buf_append(b, "{\"name\":", 8);
@@ -230,15 +213,37 @@ static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
     return r ? r : k8s_buf_append(b, "}}}", 3);
 }
 
+/* [entry, ...] of set's variables. */
+static int write_vars(const struct wh_envset *set, struct k8s_buf *b)
+{
+    int r = k8s_buf_append(b, "[", 1);
+    for (size_t i = 0; i < set->n && r == 0; i++) {
+        if (i)
+            r = k8s_buf_append(b, ",", 1);
+        r = r ? r : write_var(&set->v[i], b);
+    }
+    return r ? r : k8s_buf_append(b, "]", 1);
+}
+
+static json_t *parse(struct k8s_buf *b, int r)
+{
+    json_t *v = r == 0 ? json_loadb(b->data, b->len, 0, NULL) : NULL;
+    k8s_buf_done(b);
+    return v;
+}
+
+json_t *wh_env_var_json(const struct wh_env_var *v)
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    return parse(&b, write_var(v, &b));
+}
+
 json_t *wh_envset_json(const struct wh_envset *set)
 {
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < set->n; i++)
-        if (json_array_append_new(arr, wh_env_var_json(&set->v[i])) < 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    return arr;
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 24);
+    return parse(&b, write_vars(set, &b));
 }
 
 /* ---------- one container ---------- */
@@ -466,13 +471,7 @@ static int whole_env(const struct wh_envset *set, const char *cpath,
     char path[600];
     snprintf(path, sizeof(path), "%s/env", cpath);
     int r = k8s_jsonpatch_text_begin(patch, "add", path);
-    r = r ? r : k8s_buf_append(&patch->buf, "[", 1);
-    for (size_t i = 0; i < set->n && r == 0; i++) {
-        if (i)
-            r = k8s_buf_append(&patch->buf, ",", 1);
-        r = r ? r : write_var(&set->v[i], &patch->buf);
-    }
-    r = r ? r : k8s_buf_append(&patch->buf, "]", 1);
+    r = r ? r : write_vars(set, &patch->buf);
     *added += (int)set->n;
     return r ? r : k8s_jsonpatch_text_end(patch);
 }
