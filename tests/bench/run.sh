@@ -170,7 +170,7 @@ measure() { # round review arm seconds [connections [results-file]]
         "$round" "$review" "$arm" "$c" "$4" "$5" "$6"
 }
 
-# ---------- set up the three arms ----------
+# ---------- set up the arms ----------
 
 echo "bench: self-signed EC P-256 certificate"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
