@@ -2,11 +2,103 @@
 
 #include <nettle/base64.h>
 #include <nettle/sha2.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Nettle (GnuTLS's crypto library) rather than OpenSSL: no provider
- * initialisation, no allocation, and already loaded by the TLS server. */
+ * initialisation, no allocation, and already loaded by the TLS server.
+ * Encoding is our own (issue 14): Nettle's encoder goes a byte at a time
+ * (~10 instructions a byte, a tenth of an admission); this one looks up
+ * two characters per 12 bits, six input bytes per step. */
+
+static const char alphabet[65] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static uint16_t pairs[4096]; /* the two characters of each 12-bit value, in memory order */
+static pthread_once_t pairs_once = PTHREAD_ONCE_INIT;
+
+static void pairs_init(void)
+{
+    for (unsigned v = 0; v < 4096; v++) {
+        const char two[2] = {alphabet[v >> 6], alphabet[v & 63]};
+        memcpy(&pairs[v], two, 2);
+    }
+}
+
+static uint64_t load_be64(const unsigned char *p) /* p[0..8), p[0] the top byte */
+{
+    uint64_t x;
+    memcpy(&x, p, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    x = __builtin_bswap64(x);
+#endif
+    return x;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_SSSE3_PATH 1
+
+/* 12 bytes -> 16 characters per step with SSSE3 (W. Mula and D. Lemire,
+ * "Faster Base64 Encoding and Decoding Using AVX2 Instructions", 2018: the
+ * shuffle, the multiply-shift split into 6-bit indices and the pshufb
+ * offset lookup). Reads 16 bytes per step; returns the bytes consumed. */
+__attribute__((target("ssse3"))) static size_t encode_ssse3(char *out, const unsigned char *in,
+                                                            size_t n)
+{
+    const __m128i shuf = _mm_setr_epi8(1, 0, 2, 1, 4, 3, 5, 4, 7, 6, 8, 7, 10, 9, 11, 10);
+    const __m128i offsets =
+        _mm_setr_epi8('a' - 26, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52, '0' - 52,
+                      '0' - 52, '0' - 52, '0' - 52, '0' - 52, '+' - 62, '/' - 63, 'A', 0, 0);
+    size_t done = 0;
+    for (; n - done >= 16; done += 12, out += 16) {
+        __m128i x = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(in + done)), shuf);
+        __m128i hi = _mm_mulhi_epu16(_mm_and_si128(x, _mm_set1_epi32(0x0fc0fc00)),
+                                     _mm_set1_epi32(0x04000040));
+        __m128i lo = _mm_mullo_epi16(_mm_and_si128(x, _mm_set1_epi32(0x003f03f0)),
+                                     _mm_set1_epi32(0x01000010));
+        __m128i idx = _mm_or_si128(hi, lo); /* 16 indices 0..63 */
+        __m128i k = _mm_subs_epu8(idx, _mm_set1_epi8(51));
+        k = _mm_or_si128(k,
+                         _mm_and_si128(_mm_cmpgt_epi8(_mm_set1_epi8(26), idx), _mm_set1_epi8(13)));
+        _mm_storeu_si128((__m128i *)out, _mm_add_epi8(_mm_shuffle_epi8(offsets, k), idx));
+    }
+    return done;
+}
+#endif
+
+/* Standard padded base64 of in[0..n) into out[0..BASE64_ENCODE_RAW_LENGTH(n)). */
+static void encode(char *out, const unsigned char *in, size_t n)
+{
+    pthread_once(&pairs_once, pairs_init);
+#ifdef HAVE_SSSE3_PATH
+    if (n >= 16 && __builtin_cpu_supports("ssse3")) {
+        size_t done = encode_ssse3(out, in, n);
+        in += done;
+        out += done / 3 * 4;
+        n -= done;
+    }
+#endif
+    for (; n >= 8; n -= 6, in += 6, out += 8) { /* reads 8, uses the first 6 */
+        uint64_t x = load_be64(in);
+        memcpy(out, &pairs[x >> 52], 2);
+        memcpy(out + 2, &pairs[(x >> 40) & 4095], 2);
+        memcpy(out + 4, &pairs[(x >> 28) & 4095], 2);
+        memcpy(out + 6, &pairs[(x >> 16) & 4095], 2);
+    }
+    for (; n >= 3; n -= 3, in += 3, out += 4) {
+        uint32_t x = (uint32_t)in[0] << 16 | (uint32_t)in[1] << 8 | in[2];
+        memcpy(out, &pairs[x >> 12], 2);
+        memcpy(out + 2, &pairs[x & 4095], 2);
+    }
+    if (n) {
+        uint32_t x = (uint32_t)in[0] << 16 | (n == 2 ? (uint32_t)in[1] << 8 : 0);
+        out[0] = alphabet[x >> 18];
+        out[1] = alphabet[(x >> 12) & 63];
+        out[2] = n == 2 ? alphabet[(x >> 6) & 63] : '=';
+        out[3] = '=';
+    }
+}
 
 char *k8s_base64_encode(const void *in, size_t n, size_t *ret_len)
 {
@@ -16,7 +108,7 @@ char *k8s_base64_encode(const void *in, size_t n, size_t *ret_len)
     char *out = malloc(len + 1);
     if (!out)
         return NULL;
-    base64_encode_raw(out, n, in);
+    encode(out, in, n);
     out[len] = '\0';
     if (ret_len)
         *ret_len = len;
@@ -32,7 +124,7 @@ int k8s_base64_append(struct k8s_buf *out, const void *in, size_t n)
     int r = k8s_buf_reserve(out, len, &tail);
     if (r < 0)
         return r;
-    base64_encode_raw(tail, n, in);
+    encode(tail, in, n);
     k8s_buf_commit(out, len);
     return 0;
 }

@@ -80,8 +80,27 @@ static const unsigned char *plain_run(const unsigned char *p, const unsigned cha
     return p;
 }
 
+/* The common case, a string with nothing to escape: quote, bytes, quote
+ * in one copy when they fit (n + 2 < room: room for the NUL too). */
+static bool write_plain(const char *s, size_t n, struct k8s_buf *out)
+{
+    if (n + 2 >= out->alloc - out->len || n + 2 > out->max - out->len ||
+        plain_run((const unsigned char *)s, (const unsigned char *)s + n) !=
+            (const unsigned char *)s + n)
+        return false;
+    char *t = out->data + out->len;
+    t[0] = '"';
+    memcpy(t + 1, s, n);
+    t[n + 1] = '"';
+    t[n + 2] = '\0';
+    out->len += n + 2;
+    return true;
+}
+
 int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out)
 {
+    if (n < out->alloc && write_plain(s, n, out)) /* n < alloc: no overflow in n + 2 */
+        return 0;
     int r = k8s_buf_append(out, "\"", 1);
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (r == 0 && p < end) {

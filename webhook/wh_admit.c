@@ -94,7 +94,7 @@ static void log_decision(const struct wh_review *rv, const struct wh_mutate_out 
         {"workload", mo->workload},
         {"decision", outcome_names[o]},
         {"reason", mo->reason},
-        {"operations", NULL, (long long)json_array_size(mo->patch)},
+        {"operations", NULL, (long long)mo->text.n},
         {"warnings", NULL, (long long)json_array_size(mo->warnings)},
         {"us", NULL, (k8s_mono_ns() - start_ns) / 1000},
     };
@@ -107,7 +107,7 @@ static enum wh_outcome classify(const struct wh_mutate_out *mo, int r)
         return WH_OUT_ERROR;
     if (!mo->inject)
         return WH_OUT_SKIPPED;
-    return json_array_size(mo->patch) ? WH_OUT_INJECTED : WH_OUT_UNCHANGED;
+    return mo->text.n ? WH_OUT_INJECTED : WH_OUT_UNCHANGED;
 }
 
 /* Run the core for a pod CREATE; anything else is allowed untouched. */
@@ -116,17 +116,17 @@ static int decide(const struct wh_admit_ctx *ctx, const struct wh_review *rv, in
 {
     if (!rv->pod_create) {
         memset(mo, 0, sizeof(*mo));
-        mo->patch = json_array();
         mo->warnings = json_array();
         snprintf(mo->reason, sizeof(mo->reason), "not a pod CREATE (%s %s)", rv->operation,
                  rv->what);
-        return mo->patch && mo->warnings ? 0 : -K8S_ENOMEM;
+        return mo->warnings ? 0 : -K8S_ENOMEM;
     }
     struct wh_mutate_in in = {.pod = rv->object,
                               .ns = rv->ns,
                               .path = "",
                               .now = time(NULL),
-                              .deadline_ns = start_ns + ctx->cfg->budget_ns};
+                              .deadline_ns = start_ns + ctx->cfg->budget_ns,
+                              .text_only = true};
     return wh_mutate(ctx->cfg, ctx->lookup, &in, mo);
 }
 
@@ -140,7 +140,8 @@ static int respond(const struct wh_review *rv, struct wh_mutate_out *mo, enum wh
     if (o == WH_OUT_ERROR)
         wh_warnf(warnings, "mldiagnostics: internal error (out of memory); pod admitted "
                            "without injection");
-    char *body = wh_review_respond(rv, o == WH_OUT_ERROR ? NULL : mo->patch, warnings, &ret->len);
+    char *body =
+        wh_review_respond_text(rv, o == WH_OUT_ERROR ? NULL : &mo->text, warnings, &ret->len);
     json_decref(warnings);
     if (!body)
         return -K8S_ENOMEM;
@@ -203,8 +204,8 @@ static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, i
     log_decision(&rv, &mo, o, start_ns);
     /* built here, in the request's arena, from nothing but its own values:
      * their memory returns with the arena, without walking the trees */
-    k8s_arena_forget(&mo.patch);
     k8s_arena_forget(&mo.warnings);
+    k8s_jsonpatch_text_done(&mo.text);
     k8s_arena_forget(&rv.root);
     return r;
 }

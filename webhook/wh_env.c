@@ -6,11 +6,14 @@
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_json.h"
 #include "k8s_jsonpatch.h"
+#include "k8s_jsonpatch_text.h"
 #include "wh_warn.h"
 
 #define ATTRS_VAR   "OTEL_RESOURCE_ATTRIBUTES"
 #define WH_REFS_MAX 8
+#define OTLP_PREFIX "OTEL_EXPORTER_OTLP_"
 
 bool wh_env_references(const char *value, const char *name)
 {
@@ -111,17 +114,19 @@ _Static_assert(sizeof(rows) / sizeof(rows[0]) == WH_ENV_COUNT, "one row per enum
 
 static char *endpoint(const struct build *b)
 {
-    char *v = NULL;
-    if (asprintf(&v, "$(%s).$(%s).svc.%s:4317", rows[WH_ENV_COLLECTOR_NAME].name,
-                 rows[WH_ENV_COLLECTOR_NAMESPACE].name, b->cfg->cluster_domain) < 0)
+    struct k8s_buf v;
+    k8s_buf_init(&v, 4096);
+    if (k8s_buf_cat(&v, "$(", rows[WH_ENV_COLLECTOR_NAME].name, ").$(",
+                    rows[WH_ENV_COLLECTOR_NAMESPACE].name, ").svc.", b->cfg->cluster_domain,
+                    ":4317", NULL) < 0)
         return NULL;
-    return v;
+    return k8s_buf_take(&v, NULL);
 }
 
 /* The user's settings that take precedence over a signal's endpoint and
  * insecure variables (the OTel spec's exporter configuration). */
 static const struct {
-    const char *name;
+    const char *name; /* each begins with OTLP_PREFIX */
     unsigned signals;
 } user_otlp[] = {
     {"OTEL_EXPORTER_OTLP_ENDPOINT", SIG_ALL},
@@ -191,33 +196,54 @@ void wh_envset_done(struct wh_envset *set)
     memset(set, 0, sizeof(*set));
 }
 
-/* Values are valid UTF-8 (ASCII constants, validated flags, strings from
- * parsed JSON), so the _nocheck constructors skip jansson's re-validation. */
+/* The env entry of v as compact JSON text, written straight into b (the
+ * one description of an entry: the tree below is parsed from it). */
+static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
+{
+    int r = k8s_buf_append(b, "{\"name\":", 8);
+    r = r ? r : k8s_json_write_string(v->name, strlen(v->name), b);
+    if (v->value) {
+        r = r ? r : k8s_buf_append(b, ",\"value\":", 9);
+        r = r ? r : k8s_json_write_string(v->value, strlen(v->value), b);
+        return r ? r : k8s_buf_append(b, "}", 1);
+    }
+    static const char from[] = ",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":";
+    r = r ? r : k8s_buf_append(b, from, sizeof(from) - 1);
+    r = r ? r : k8s_json_write_string(v->field_path, strlen(v->field_path), b);
+    return r ? r : k8s_buf_append(b, "}}}", 3);
+}
+
+/* [entry, ...] of set's variables. */
+static int write_vars(const struct wh_envset *set, struct k8s_buf *b)
+{
+    int r = k8s_buf_append(b, "[", 1);
+    for (size_t i = 0; i < set->n && r == 0; i++) {
+        if (i)
+            r = k8s_buf_append(b, ",", 1);
+        r = r ? r : write_var(&set->v[i], b);
+    }
+    return r ? r : k8s_buf_append(b, "]", 1);
+}
+
+static json_t *parse(struct k8s_buf *b, int r)
+{
+    json_t *v = r == 0 ? json_loadb(b->data, b->len, 0, NULL) : NULL;
+    k8s_buf_done(b);
+    return v;
+}
+
 json_t *wh_env_var_json(const struct wh_env_var *v)
 {
-    json_t *o = json_object();
-    json_object_set_new_nocheck(o, "name", json_string_nocheck(v->name));
-    if (v->value) {
-        json_object_set_new_nocheck(o, "value", json_string_nocheck(v->value));
-        return o;
-    }
-    json_t *ref = json_object(), *from = json_object();
-    json_object_set_new_nocheck(ref, "apiVersion", json_string_nocheck("v1"));
-    json_object_set_new_nocheck(ref, "fieldPath", json_string_nocheck(v->field_path));
-    json_object_set_new_nocheck(from, "fieldRef", ref);
-    json_object_set_new_nocheck(o, "valueFrom", from);
-    return o;
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    return parse(&b, write_var(v, &b));
 }
 
 json_t *wh_envset_json(const struct wh_envset *set)
 {
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < set->n; i++)
-        if (json_array_append_new(arr, wh_env_var_json(&set->v[i])) < 0) {
-            json_decref(arr);
-            return NULL;
-        }
-    return arr;
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 24);
+    return parse(&b, write_vars(set, &b));
 }
 
 /* ---------- one container ---------- */
@@ -353,13 +379,9 @@ static bool place(struct plan *p)
     return ok;
 }
 
-static json_t *var_json(const struct plan *p, size_t j)
-{
-    return wh_env_var_json(&p->set->v[j]);
-}
-
 /* Emit the "add" operations in ascending final position. */
-static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int *added)
+static int emit_adds(const struct plan *p, const char *cpath, struct k8s_jsonpatch_text *patch,
+                     int *added)
 {
     struct k8s_buf path;
     k8s_buf_init(&path, 4096);
@@ -382,8 +404,9 @@ static int emit_adds(const struct plan *p, const char *cpath, json_t *patch, int
         if (r == 0)
             r = i == p->n_user ? k8s_jsonptr_push_end(&path)
                                : k8s_jsonptr_push_index(&path, i + inserted);
-        if (r == 0)
-            r = k8s_jsonpatch_append_new(patch, "add", k8s_buf_str(&path), var_json(p, j));
+        r = r ? r : k8s_jsonpatch_text_begin(patch, "add", k8s_buf_str(&path));
+        r = r ? r : write_var(&p->set->v[j], &patch->buf);
+        r = r ? r : k8s_jsonpatch_text_end(patch);
         inserted++;
         (*added)++;
     }
@@ -420,7 +443,7 @@ out_done:
 
 /* Merge into a user's OTEL_RESOURCE_ATTRIBUTES at user[idx]. */
 static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const char *cname,
-                            json_t *patch, json_t *warnings, int *added)
+                            struct k8s_jsonpatch_text *patch, json_t *warnings, int *added)
 {
     if (p->user[idx].value_from) {
         wh_warnf(warnings, "container %s: " ATTRS_VAR " comes from valueFrom; not merged", cname);
@@ -439,18 +462,18 @@ static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const
     char path[600];
     snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, idx);
     (*added)++;
-    return k8s_jsonpatch_append_new(patch, op, path, json_string_nocheck(p->merged));
+    return k8s_jsonpatch_text_string(patch, op, path, p->merged);
 }
 
-static int whole_env(const struct wh_envset *set, const char *cpath, json_t *patch, int *added)
+static int whole_env(const struct wh_envset *set, const char *cpath,
+                     struct k8s_jsonpatch_text *patch, int *added)
 {
     char path[600];
     snprintf(path, sizeof(path), "%s/env", cpath);
-    json_t *all = wh_envset_json(set);
-    if (!all)
-        return -K8S_ENOMEM;
+    int r = k8s_jsonpatch_text_begin(patch, "add", path);
+    r = r ? r : write_vars(set, &patch->buf);
     *added += (int)set->n;
-    return k8s_jsonpatch_append_new(patch, "add", path, all);
+    return r ? r : k8s_jsonpatch_text_end(patch);
 }
 
 /* One user variable. Members are walked in order and told apart by
@@ -500,7 +523,11 @@ static void otlp_overrides(const struct plan *p, const char *cause[2])
 {
     for (size_t i = 0; i < p->n_user; i++) {
         const struct entry *e = &p->user[i];
-        for (size_t k = 0; e->name && k < sizeof(user_otlp) / sizeof(user_otlp[0]); k++) {
+        /* every name there is OTEL_EXPORTER_OTLP_*: most entries fail at the prefix */
+        if (!e->name || e->len < sizeof(OTLP_PREFIX) - 1 ||
+            memcmp(e->name, OTLP_PREFIX, sizeof(OTLP_PREFIX) - 1))
+            continue;
+        for (size_t k = 0; k < sizeof(user_otlp) / sizeof(user_otlp[0]); k++) {
             if (strcmp(e->name, user_otlp[k].name) || ours_already(p->set, e))
                 continue;
             for (int b = 0; b < 2; b++)
@@ -572,6 +599,21 @@ static size_t read_env(struct plan *p, const json_t *env)
 
 int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
                  bool merge, json_t *patch, json_t *warnings, int *ret_added)
+{
+    struct k8s_jsonpatch_text text;
+    k8s_jsonpatch_text_init(&text);
+    int r = wh_env_patch_text(set, container, cpath, merge, &text, warnings, ret_added);
+    json_t *ops = r == 0 ? k8s_jsonpatch_text_tree(&text) : NULL;
+    if (r == 0 && (!ops || json_array_extend(patch, ops) < 0))
+        r = -K8S_ENOMEM;
+    json_decref(ops);
+    k8s_jsonpatch_text_done(&text);
+    return r;
+}
+
+int wh_env_patch_text(const struct wh_envset *set, const json_t *container, const char *cpath,
+                      bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
+                      int *ret_added)
 {
     const char *cname = json_string_value(json_object_get(container, "name"));
     const json_t *env = json_object_get(container, "env");

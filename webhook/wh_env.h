@@ -29,6 +29,7 @@
 #include <stdbool.h>
 
 #include "k8s_err.h"
+#include "k8s_jsonpatch_text.h"
 #include "k8s_mlrun.h"
 #include "wh_attrs.h"
 #include "wh_config.h"
@@ -90,6 +91,11 @@ json_t *wh_envset_json(const struct wh_envset *set);
  * number of variables added or merged. -K8S_ENOMEM on failure. */
 int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
                  bool merge, json_t *patch, json_t *warnings, int *ret_added) K8S_MUST_CHECK;
+/* The same operations written as text (the admission path): appended to
+ * patch, whose text is unusable after a failure. */
+int wh_env_patch_text(const struct wh_envset *set, const json_t *container, const char *cpath,
+                      bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
+                      int *ret_added) K8S_MUST_CHECK;
 
 /* true when value references $(name) (honouring the $$ escape). */
 bool wh_env_references(const char *value, const char *name);

@@ -88,11 +88,27 @@ static char *metadata_json(const struct wh_workload *w, json_t *warnings)
 }
 
 /* What the SDK would miss; a timestamp it cannot read is as good as none. */
-static void note_missing(struct wh_identity *id)
+static void note_missing(struct wh_identity *id, unsigned missing)
 {
-    id->missing = k8s_mlrun_missing(id->identifier, id->metadata);
+    id->missing = missing;
     if (!id->missing && !id->run_id[0])
         id->missing = 1u << K8S_MLRUN_CREATED;
+}
+
+/* The fields identifier_json and metadata_json leave out or empty: what
+ * k8s_mlrun_missing would find in them, without parsing them back. */
+static unsigned built_missing(const struct wh_workload *w, const char *cluster)
+{
+    const char *v[K8S_MLRUN_NFIELDS] = {[K8S_MLRUN_NAMESPACE] = w->ns,
+                                        [K8S_MLRUN_CLUSTER] = cluster,
+                                        [K8S_MLRUN_KIND] = w->kind,
+                                        [K8S_MLRUN_NAME] = w->name,
+                                        [K8S_MLRUN_CREATED] = w->created};
+    unsigned mask = 0;
+    for (int f = 0; f < K8S_MLRUN_NFIELDS; f++)
+        if (!v[f] || !*v[f])
+            mask |= 1u << f;
+    return mask;
 }
 
 int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *warnings,
@@ -108,7 +124,7 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
     if (k8s_mlrun_id(cluster, w->ns, w->kind, w->name, w->created, id.run_id) < 0)
         id.run_id[0] = '\0'; /* the SDK would refuse; the fields it misses are below */
     snprintf(id.cluster, sizeof(id.cluster), "%s", cluster);
-    note_missing(&id);
+    note_missing(&id, built_missing(w, cluster));
     *ret = id;
     return 0;
 }
@@ -126,7 +142,7 @@ int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret)
     }
     if (k8s_mlrun_id_json(id.identifier, id.metadata, id.run_id) < 0)
         id.run_id[0] = '\0';
-    note_missing(&id);
+    note_missing(&id, k8s_mlrun_missing(id.identifier, id.metadata));
     json_t *parsed = json_loads(ident, 0, NULL);
     const char *cluster = json_string_value(json_object_get(parsed, "clustername"));
     snprintf(id.cluster, sizeof(id.cluster), "%s", cluster ? cluster : "");

@@ -8,7 +8,9 @@
 
 #include "k8s_buf.h"
 #include "k8s_codec.h"
+#include "k8s_json.h"
 #include "k8s_jsonpatch.h"
+#include "k8s_jsonpatch_text.h"
 #include "k8s_time.h"
 #include "wh_attrs.h"
 #include "wh_env.h"
@@ -248,44 +250,44 @@ static int build_attrs(const struct ctx *x, const struct wh_identity *id, struct
     return r;
 }
 
-static json_t *str(const char *s)
-{
-    return json_string_nocheck(s);
-}
-
-/* {"k1": v1, "k2": v2, ...} from NULL-terminated key/value pairs (steals). */
-static json_t *obj(const char *k, json_t *v, ...)
-{
-    json_t *o = json_object();
-    va_list ap;
-    va_start(ap, v);
-    for (; k; k = va_arg(ap, const char *), v = k ? va_arg(ap, json_t *) : NULL)
-        json_object_set_new_nocheck(o, k, v);
-    va_end(ap);
-    return o;
-}
-
 static const char *const volume_items[][2] = {{"labels", "metadata.labels"},
                                               {"annotations", "metadata.annotations"},
                                               {"pod_name", "metadata.name"},
                                               {"pod_namespace", "metadata.namespace"},
                                               {"pod_uid", "metadata.uid"}};
 
-static json_t *volume_json(void)
+#define NVOLUME_ITEMS (sizeof(volume_items) / sizeof(volume_items[0]))
+
+/* The patch's values are written as compact JSON text (k8s_jsonpatch_text):
+ * {"name":..., "downwardAPI":{"items":[{"path":...,"fieldRef":{...}},...]}} */
+static int write_volume(struct k8s_buf *b)
 {
-    json_t *items = json_array();
-    for (size_t i = 0; i < 5; i++)
-        json_array_append_new(
-            items,
-            obj("path", str(volume_items[i][0]), "fieldRef",
-                obj("apiVersion", str("v1"), "fieldPath", str(volume_items[i][1]), NULL), NULL));
-    return obj("name", str(WH_VOLUME_NAME), "downwardAPI", obj("items", items, NULL), NULL);
+    int r = k8s_buf_appends(b, "{\"name\":\"" WH_VOLUME_NAME "\",\"downwardAPI\":{\"items\":[");
+    for (size_t i = 0; i < NVOLUME_ITEMS && r == 0; i++)
+        r = k8s_buf_cat(b, i ? "," : "", "{\"path\":\"", volume_items[i][0],
+                        "\",\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":\"",
+                        volume_items[i][1], "\"}}", NULL);
+    return r ? r : k8s_buf_appends(b, "]}}");
 }
 
-static json_t *mount_json(void)
+static int write_mount(struct k8s_buf *b)
 {
-    return obj("name", str(WH_VOLUME_NAME), "mountPath", str(WH_MOUNT_PATH), "readOnly",
-               json_true(), NULL);
+    return k8s_buf_appends(b, "{\"name\":\"" WH_VOLUME_NAME "\",\"mountPath\":\"" WH_MOUNT_PATH
+                              "\",\"readOnly\":true}");
+}
+
+/* {"k0":"v0",...} */
+static int write_strings(struct k8s_buf *b, const char *const keys[], const char *const vals[],
+                         size_t n)
+{
+    int r = k8s_buf_append(b, "{", 1);
+    for (size_t i = 0; i < n && r == 0; i++) {
+        r = i ? k8s_buf_append(b, ",", 1) : 0;
+        r = r ? r : k8s_json_write_string(keys[i], strlen(keys[i]), b);
+        r = r ? r : k8s_buf_append(b, ":", 1);
+        r = r ? r : k8s_json_write_string(vals[i], strlen(vals[i]), b);
+    }
+    return r ? r : k8s_buf_append(b, "}", 1);
 }
 
 /* "<version>;<first 12 hex of sha256(injected config)>": the hash covers
@@ -302,7 +304,7 @@ static int injection_value(const struct wh_envset *set, char *out, size_t cap)
                         v->value ? "" : "fieldRef:", v->value ? v->value : v->field_path, "\n",
                         NULL);
     }
-    for (size_t i = 0; i < 5 && r == 0; i++)
+    for (size_t i = 0; i < NVOLUME_ITEMS && r == 0; i++)
         r = k8s_buf_cat(&b, "volume ", volume_items[i][0], " ", volume_items[i][1], "\n", NULL);
     r = r ? r : k8s_buf_cat(&b, "mount " WH_VOLUME_NAME " " WH_MOUNT_PATH " ro\n", NULL);
     if (r < 0)
@@ -325,32 +327,37 @@ static int injection_value(const struct wh_envset *set, char *out, size_t cap)
 
 /* ---------- the patch ---------- */
 
-static json_t *one(json_t *v)
-{
-    json_t *a = json_array();
-    json_array_append_new(a, v);
-    return a;
-}
-
-/* Append {op, base[/seg], value} (steals value). */
-static int op(struct ctx *x, const char *name, const char *base, const char *seg, json_t *value)
+/* Begin {op, base[/seg], value}: the value follows in the patch's text. */
+static int op_begin(struct ctx *x, const char *name, const char *base, const char *seg)
 {
     struct k8s_buf p;
     k8s_buf_init(&p, 4096);
     int r = k8s_buf_appends(&p, base);
     if (r == 0 && seg)
         r = k8s_jsonptr_push(&p, seg);
-    if (r == 0)
-        r = k8s_jsonpatch_append_new(x->out->patch, name, k8s_buf_str(&p), value);
-    else
-        json_decref(value);
+    r = r ? r : k8s_jsonpatch_text_begin(&x->out->text, name, k8s_buf_str(&p));
     k8s_buf_done(&p);
     return r;
 }
 
-static int add_op(struct ctx *x, const char *base, const char *seg, json_t *value)
+/* {op, base[/seg], value: the string v} */
+static int op_string(struct ctx *x, const char *name, const char *base, const char *seg,
+                     const char *v)
 {
-    return op(x, "add", base, seg, value);
+    int r = op_begin(x, name, base, seg);
+    r = r ? r : k8s_json_write_string(v, strlen(v), &x->out->text.buf);
+    return r ? r : k8s_jsonpatch_text_end(&x->out->text);
+}
+
+/* {add, base, value: the one written by w, or [it] when listed} */
+static int add_written(struct ctx *x, const char *base, int (*w)(struct k8s_buf *), bool listed)
+{
+    struct k8s_buf *b = &x->out->text.buf;
+    int r = op_begin(x, "add", base, NULL);
+    r = r || !listed ? r : k8s_buf_append(b, "[", 1);
+    r = r ? r : w(b);
+    r = r || !listed ? r : k8s_buf_append(b, "]", 1);
+    return r ? r : k8s_jsonpatch_text_end(&x->out->text);
 }
 
 static int patch_annotations(struct ctx *x, const struct wh_identity *id)
@@ -361,11 +368,12 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
     snprintf(base, sizeof(base), "%s/metadata", x->in->path);
     const json_t *ann = json_object_get(x->meta, "annotations");
     if (!x->meta || !ann || json_is_null(ann)) {
-        json_t *all =
-            obj(keys[0], str(vals[0]), keys[1], str(vals[1]), keys[2], str(vals[2]), NULL);
-        if (x->meta)
-            return add_op(x, base, "annotations", all);
-        return add_op(x, base, NULL, obj("annotations", all, NULL));
+        struct k8s_buf *b = &x->out->text.buf;
+        int r = op_begin(x, "add", base, x->meta ? "annotations" : NULL);
+        r = r || x->meta ? r : k8s_buf_appends(b, "{\"annotations\":");
+        r = r ? r : write_strings(b, keys, vals, 3);
+        r = r || x->meta ? r : k8s_buf_append(b, "}", 1);
+        return r ? r : k8s_jsonpatch_text_end(&x->out->text);
     }
     if (!json_is_object(ann)) {
         wh_warnf(x->out->warnings, "metadata.annotations is not a map; pod annotations not set");
@@ -379,9 +387,9 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
         const char *have = json_string_value(json_object_get(ann, keys[i]));
         int r = 0;
         if (!json_object_get(ann, keys[i]))
-            r = add_op(x, base, keys[i], str(vals[i]));
+            r = op_string(x, "add", base, keys[i], vals[i]);
         else if (i < 2 && (!have || strcmp(have, vals[i])))
-            r = op(x, "replace", base, keys[i], str(vals[i]));
+            r = op_string(x, "replace", base, keys[i], vals[i]);
         if (r < 0)
             return r;
     }
@@ -444,9 +452,9 @@ static int patch_volume(struct ctx *x, bool needed, bool *ret_present)
         return 0;
     *ret_present = true;
     if (!vols || json_is_null(vols))
-        return add_op(x, base, NULL, one(volume_json()));
+        return add_written(x, base, write_volume, true);
     strcat(base, "/-");
-    return add_op(x, base, NULL, volume_json());
+    return add_written(x, base, write_volume, false);
 }
 
 static int patch_mount(struct ctx *x, const struct target *t, enum mount_state st)
@@ -464,9 +472,9 @@ static int patch_mount(struct ctx *x, const struct target *t, enum mount_state s
     const json_t *mounts = json_object_get(t->c, "volumeMounts");
     snprintf(base, sizeof(base), "%s/volumeMounts", t->path);
     if (!mounts || json_is_null(mounts))
-        return add_op(x, base, NULL, one(mount_json()));
+        return add_written(x, base, write_mount, true);
     strcat(base, "/-");
-    return add_op(x, base, NULL, mount_json());
+    return add_written(x, base, write_mount, false);
 }
 
 static int patch_containers(struct ctx *x, const struct wh_envset *set)
@@ -483,13 +491,13 @@ static int patch_containers(struct ctx *x, const struct wh_envset *set)
     bool merge = !(wh_meta_annotation(x->meta, K8S_ANN_ATTRS_MERGE) &&
                    !strcmp(wh_meta_annotation(x->meta, K8S_ANN_ATTRS_MERGE), "false"));
     for (size_t i = 0; i < x->nt && r == 0; i++) {
-        size_t before = json_array_size(x->out->patch);
+        size_t before = x->out->text.n;
         int added = 0;
-        r = wh_env_patch(set, x->t[i].c, x->t[i].path, merge, x->out->patch, x->out->warnings,
-                         &added);
+        r = wh_env_patch_text(set, x->t[i].c, x->t[i].path, merge, &x->out->text, x->out->warnings,
+                              &added);
         if (r == 0 && (present || st[i] != M_ADD)) /* adds only with the volume; warns always */
             r = patch_mount(x, &x->t[i], st[i]);
-        if (json_array_size(x->out->patch) > before)
+        if (x->out->text.n > before)
             x->out->containers++;
     }
     free(st);
@@ -538,11 +546,11 @@ static int build_patch(struct ctx *x)
         wh_warnf(x->out->warnings, "rl.run.id not added: the ML run id is unknown");
     if (r == 0)
         r = patch_containers(x, &set);
-    if (r == 0 && json_array_size(x->out->patch) > 0)
+    if (r == 0 && x->out->text.n > 0)
         r = patch_annotations(x, &id);
-    if (r == 0 && json_array_size(x->out->patch) > 0)
+    if (r == 0 && x->out->text.n > 0)
         warn_incomplete(x);
-    if (r == 0 && json_array_size(x->out->patch) == 0)
+    if (r == 0 && x->out->text.n == 0)
         set_reason(x->out, "already injected (%s)", x->out->injection);
     wh_envset_done(&set);
     wh_attrs_done(&attrs);
@@ -555,9 +563,9 @@ int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
 {
     struct ctx *x = calloc(1, sizeof(*x));
     memset(ret, 0, sizeof(*ret));
-    ret->patch = json_array();
+    k8s_jsonpatch_text_init(&ret->text);
     ret->warnings = json_array();
-    int r = x && ret->patch && ret->warnings ? 0 : -K8S_ENOMEM;
+    int r = x && ret->warnings ? 0 : -K8S_ENOMEM;
     if (r < 0)
         goto out_free_ctx;
     *x = (struct ctx){.cfg = cfg, .lk = lk, .in = in, .out = ret};
@@ -583,6 +591,11 @@ out_free_ctx:
         free(x->t);
     }
     free(x);
+    if (r == 0 && !in->text_only) { /* the tree, for those that apply or inspect it */
+        ret->patch = k8s_jsonpatch_text_tree(&ret->text);
+        k8s_jsonpatch_text_done(&ret->text);
+        r = ret->patch ? 0 : -K8S_ENOMEM;
+    }
     if (r < 0)
         wh_mutate_out_done(ret);
     return r;
@@ -595,4 +608,5 @@ void wh_mutate_out_done(struct wh_mutate_out *out)
     json_decref(out->patch);
     json_decref(out->warnings);
     out->patch = out->warnings = NULL;
+    k8s_jsonpatch_text_done(&out->text);
 }

@@ -9,8 +9,12 @@
  * are escaped, no env name, volume name or mountPath is duplicated, and a
  * second run over the patched pod yields no operations (idempotent).
  *
+ * The patch is written as JSON text (k8s_jsonpatch_text); the admission
+ * path (in->text_only) sends that text, everyone else gets the tree parsed
+ * from it, so both see the same bytes.
+ *
  * Thread-safety: reentrant; cfg and lookups are shared read-only.
- * Ownership: struct wh_mutate_out owns its JSON; release with
+ * Ownership: struct wh_mutate_out owns its JSON and its text; release with
  * wh_mutate_out_done (NULL-safe, safe on a zeroed struct).
  */
 #ifndef WH_MUTATE_H
@@ -22,6 +26,7 @@
 #include <time.h>
 
 #include "k8s_err.h"
+#include "k8s_jsonpatch_text.h"
 #include "k8s_mlrun.h"
 #include "k8s_names.h"
 #include "wh_config.h"
@@ -38,12 +43,14 @@ struct wh_mutate_in {
     const struct wh_workload *workload; /* pre-resolved (offline), or NULL to resolve */
     time_t now;                         /* admission time */
     int64_t deadline_ns;                /* CLOCK_MONOTONIC budget for lookups */
+    bool text_only; /* the patch as text alone (out->text), no tree: the admission path */
 };
 
 struct wh_mutate_out {
     bool inject;                    /* the pod is opted in and has target containers */
     char reason[240];               /* why (logs, --explain) */
-    json_t *patch;                  /* array of operations, possibly empty */
+    json_t *patch;                  /* array of operations, possibly empty; NULL with text_only */
+    struct k8s_jsonpatch_text text; /* with text_only: the same operations as JSON text */
     json_t *warnings;               /* array of strings */
     char workload[330];             /* "Kind/name" of the workload */
     int containers;                 /* containers that received changes */

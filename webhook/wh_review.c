@@ -125,27 +125,23 @@ void wh_review_done(struct wh_review *rv)
 static const char *const api_versions[] = {GROUP "v1", GROUP "v1beta1"};
 
 /* The envelope is written directly: the patch goes in as base64 without a
- * second pass of JSON escaping over it. */
-char *wh_review_respond(const struct wh_review *rv, const json_t *patch, const json_t *warnings,
-                        size_t *ret_len)
+ * second pass of JSON escaping over it. raw: the patch's JSON text, NULL
+ * for none. */
+static char *respond(const struct wh_review *rv, const char *raw, size_t raw_len,
+                     const json_t *warnings, size_t *ret_len)
 {
-    struct k8s_buf raw, out;
-    k8s_buf_init(&raw, 1 << 28);
+    struct k8s_buf out;
     k8s_buf_init(&out, 1 << 29);
-    char *tail; /* typical sizes up front: a patch of a few KiB, its base64, the envelope */
-    if (k8s_buf_reserve(&raw, 8192, &tail) < 0 || k8s_buf_reserve(&out, 12288, &tail) < 0) {
-        k8s_buf_done(&raw);
-        return NULL;
-    }
-    bool patched = json_array_size(patch) > 0;
-    int r = k8s_buf_cat(&out, "{\"apiVersion\":\"", api_versions[rv->version],
+    char *tail; /* typical sizes up front: the base64 of a few KiB of patch, the envelope */
+    int r = k8s_buf_reserve(&out, 512 + raw_len / 3 * 4 + 4, &tail);
+    r = r ? r
+          : k8s_buf_cat(&out, "{\"apiVersion\":\"", api_versions[rv->version],
                         "\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":", NULL);
     r = r ? r : k8s_json_write_string(rv->uid, strlen(rv->uid), &out);
     r = r ? r : k8s_buf_appends(&out, ",\"allowed\":true");
-    if (r == 0 && patched) {
-        r = k8s_json_write(patch, &raw);
-        r = r ? r : k8s_buf_appends(&out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        r = r ? r : k8s_base64_append(&out, raw.data, raw.len);
+    if (r == 0 && raw) {
+        r = k8s_buf_appends(&out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        r = r ? r : k8s_base64_append(&out, raw, raw_len);
         r = r ? r : k8s_buf_appends(&out, "\"");
     }
     if (r == 0 && json_array_size(warnings) > 0) {
@@ -153,6 +149,28 @@ char *wh_review_respond(const struct wh_review *rv, const json_t *patch, const j
         r = r ? r : k8s_json_write(warnings, &out);
     }
     r = r ? r : k8s_buf_appends(&out, "}}");
-    k8s_buf_done(&raw);
     return r ? NULL : k8s_buf_take(&out, ret_len);
+}
+
+char *wh_review_respond(const struct wh_review *rv, const json_t *patch, const json_t *warnings,
+                        size_t *ret_len)
+{
+    struct k8s_buf raw;
+    k8s_buf_init(&raw, 1 << 28);
+    bool patched = json_array_size(patch) > 0;
+    if (patched && k8s_json_write(patch, &raw) < 0)
+        return NULL;
+    char *body = respond(rv, patched ? raw.data : NULL, raw.len, warnings, ret_len);
+    k8s_buf_done(&raw);
+    return body;
+}
+
+char *wh_review_respond_text(const struct wh_review *rv, struct k8s_jsonpatch_text *patch,
+                             const json_t *warnings, size_t *ret_len)
+{
+    size_t len = 0;
+    const char *raw = patch && patch->n ? k8s_jsonpatch_text_json(patch, &len) : NULL;
+    if (patch && patch->n && !raw)
+        return NULL;
+    return respond(rv, raw, len, warnings, ret_len);
 }

@@ -15,6 +15,7 @@
 
 #include "k8s_err.h"
 #include "k8s_jsonload.h"
+#include "k8s_jsonpatch_text.h"
 
 enum wh_review_version { WH_REVIEW_V1, WH_REVIEW_V1BETA1 };
 
@@ -51,5 +52,9 @@ void wh_review_done(struct wh_review *rv);
  * when non-empty. New string (free()), NULL on OOM. */
 char *wh_review_respond(const struct wh_review *rv, const json_t *patch, const json_t *warnings,
                         size_t *ret_len);
+/* The same document from a patch written as text (NULL or no operations:
+ * none), the same bytes as wh_review_respond gives for its tree. */
+char *wh_review_respond_text(const struct wh_review *rv, struct k8s_jsonpatch_text *patch,
+                             const json_t *warnings, size_t *ret_len);
 
 #endif

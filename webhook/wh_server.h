@@ -18,6 +18,7 @@
 #define WH_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "k8s_err.h"
@@ -38,6 +39,12 @@ struct wh_server_deps {
     struct k8s_metrics *metrics;    /* borrowed; the server registers its series */
     wh_ready_fn ready;
     void *ready_ud;
+    /* Bench only (tests/bench/canned_webhook): answer every POST /mutate
+     * with these bytes (copied per response, as an admission's are) after
+     * reading the body, without admitting: the transport alone. NULL in
+     * the product. Borrowed; must outlive the server. */
+    const char *canned;
+    size_t canned_len;
 };
 
 /* Build the server (nothing listens yet). -K8S_ENOMEM. */

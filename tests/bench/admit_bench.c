@@ -4,10 +4,13 @@
  * sockets. It separates what our code costs per review from what the
  * transport costs, which wrk's end-to-end figures cannot.
  *
- * Usage: admit_bench [-n ITERATIONS] [-b BATCHES] REVIEW.json...
+ * Usage: admit_bench [-n ITERATIONS] [-b BATCHES] [-o DIR] REVIEW.json...
  * Prints, per file: bytes, then the fastest batch's mean µs per admission
  * (the minimum over batches is the figure least disturbed by other load
- * on a shared machine), and the median batch's.
+ * on a shared machine), and the median batch's. With -o, nothing is timed:
+ * each review's answer is written to DIR/<name>.response (name: the file's
+ * without .review.json), as tests/fixtures/unit/admit-golden was made.
+ * ADMIT_BENCH_LOG=1 logs each admission (-v 2, to stderr) as the server does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +39,32 @@ static char *slurp(const char *path, size_t *len)
     fclose(f);
     *len = n;
     return buf;
+}
+
+/* Write the answer to path's review into dir (the golden outputs). */
+static int dump(const struct wh_admit_ctx *ctx, const char *path, const char *dir)
+{
+    size_t len;
+    char *body = slurp(path, &len), out[4096];
+    struct wh_admit_result res;
+    if (!body || wh_admit(ctx, body, len, k8s_mono_ns(), &res) < 0) {
+        fprintf(stderr, "admit_bench: cannot admit %s\n", path);
+        free(body);
+        return 1;
+    }
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t n = strlen(base);
+    if (n > 12 && !strcmp(base + n - 12, ".review.json"))
+        n -= 12;
+    snprintf(out, sizeof(out), "%s/%.*s.response", dir, (int)n, base);
+    FILE *f = fopen(out, "wb");
+    int rc = !f || fprintf(f, "%d %s\n", res.status, res.content_type) < 0 ||
+             fwrite(res.body, 1, res.len, f) != res.len;
+    if (f && fclose(f))
+        rc = 1;
+    free(res.body);
+    free(body);
+    return rc;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -80,20 +109,24 @@ static int run(const struct wh_admit_ctx *ctx, const char *path, int iters, int 
 int main(int argc, char **argv)
 {
     int iters = 2000, batches = 7, opt;
-    while ((opt = getopt(argc, argv, "n:b:")) != -1) {
+    const char *dir = NULL;
+    while ((opt = getopt(argc, argv, "n:b:o:")) != -1) {
         if (opt == 'n')
             iters = atoi(optarg);
         else if (opt == 'b')
             batches = atoi(optarg);
+        else if (opt == 'o')
+            dir = optarg;
         else
             return 2;
     }
     if (optind >= argc || iters < 1 || batches < 1) {
-        fprintf(stderr, "usage: admit_bench [-n ITERATIONS] [-b BATCHES] REVIEW.json...\n");
+        fprintf(stderr,
+                "usage: admit_bench [-n ITERATIONS] [-b BATCHES] [-o DIR] REVIEW.json...\n");
         return 2;
     }
     k8s_arena_jansson_install();
-    k8s_log_set_level(-1);
+    k8s_log_set_level(getenv("ADMIT_BENCH_LOG") ? 2 : -1);
     struct wh_config cfg;
     wh_config_init(&cfg);
     cfg.standalone = true;
@@ -107,6 +140,6 @@ int main(int argc, char **argv)
     wh_admit_init(&ctx, &cfg, NULL, NULL);
     int rc = 0;
     for (int i = optind; i < argc; i++)
-        rc |= run(&ctx, argv[i], iters, batches);
+        rc |= dir ? dump(&ctx, argv[i], dir) : run(&ctx, argv[i], iters, batches);
     return rc;
 }

@@ -27,7 +27,7 @@ cluster=projects/demo/locations/us-central1/clusters/tpu-1
 fixtures=$root/tests/fixtures/admission
 expected=$here/expected
 out=$here/out
-arms="webhook cached go nginx"
+arms="webhook transport cached go nginx"
 reviews="5k 64k"
 
 die() { echo "bench: $*" >&2; exit 1; }
@@ -37,6 +37,7 @@ for tool in wrk nginx go openssl curl python3 pgrep getconf; do
 done
 [ -x "$webhook" ] || die "$webhook not built"
 [ -x "$bin/admit_bench" ] || die "$bin/admit_bench not built"
+[ -x "$bin/canned_webhook" ] || die "$bin/canned_webhook not built"
 for r in $reviews; do
     [ -f "$fixtures/bench-jobset-$r.json" ] || die "missing $fixtures/bench-jobset-$r.json"
 done
@@ -102,7 +103,7 @@ cpu_ticks() {
 # Ticks of each webhook thread or nginx worker: how evenly the load spreads.
 unit_ticks() {
     case $1 in
-    webhook | cached) cat "/proc/$2"/task/*/stat ;;
+    webhook | cached | transport) cat "/proc/$2"/task/*/stat ;;
     nginx) for p in $(pgrep -P "$2"); do cat "/proc/$p/stat"; done ;;
     esac 2>/dev/null | awk '{ printf "%d ", $14 + $15 }'
 }
@@ -169,7 +170,7 @@ measure() { # round review arm seconds [connections [results-file]]
         "$round" "$review" "$arm" "$c" "$4" "$5" "$6"
 }
 
-# ---------- set up the three arms ----------
+# ---------- set up the arms ----------
 
 echo "bench: self-signed EC P-256 certificate"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
@@ -182,8 +183,8 @@ if [ -z "$(go env GOCACHE 2>/dev/null)" ]; then export GOCACHE=${TMPDIR:-/tmp}/m
     die "go build failed"
 
 # shellcheck disable=SC2046
-set -- $(free_ports 4)
-port_webhook=$1 port_go=$2 port_nginx=$3 port_cached=$4
+set -- $(free_ports 5)
+port_webhook=$1 port_go=$2 port_nginx=$3 port_cached=$4 port_transport=$5
 
 "$webhook" --standalone --bind-address 127.0.0.1 --port "$port_webhook" \
     --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" \
@@ -216,6 +217,13 @@ wait_until "$pid_go" "Go peer" listening "$port_go"
 go_idle_rss_kb=$(status_kb "$pid_go" VmRSS)
 
 canned=$expected/resp-5k.json
+
+# the webhook's transport alone: wh_server answering the canned response
+"$bin/canned_webhook" "$canned" --bind-address 127.0.0.1 --port "$port_transport" \
+    --tls-cert-file "$tmp/tls.crt" --tls-key-file "$tmp/tls.key" >/dev/null 2>&1 &
+pid_transport=$!
+pids="$pids $pid_transport"
+wait_until "$pid_transport" "canned webhook" listening "$port_transport"
 python3 "$here/nginx_conf.py" "$here/nginx.conf.tmpl" "$out" "$port_nginx" "$tmp/tls.crt" \
     "$tmp/tls.key" "$canned" >"$out/nginx.conf" || die "cannot render nginx.conf"
 nginx -p "$out" -c "$out/nginx.conf" -e "$out/nginx-error.log" &
@@ -225,6 +233,7 @@ pids="$pids $pid_nginx"
 wait_until "$pid_webhook" webhook healthy "$port_webhook"
 wait_until "$pid_go" "Go peer" healthy "$port_go"
 wait_until "$pid_nginx" nginx healthy "$port_nginx"
+wait_until "$pid_transport" "canned webhook" healthy "$port_transport"
 echo "bench: webhook :$port_webhook (idle VmRSS $idle_rss_kb kB), Go peer :$port_go, nginx :$port_nginx"
 
 # ---------- same work: verify the answers before timing ----------
@@ -241,6 +250,8 @@ for r in $reviews; do
     grep -q '"patch"' "$out/answer-cached-$r.json" && ! grep -q '"warnings"' "$out/answer-cached-$r.json" ||
         die "the cached webhook did not inject with everything known for the $r review"
     cmp -s "$out/answer-nginx-$r.json" "$canned" || die "nginx did not answer the canned body"
+    cmp -s "$out/answer-transport-$r.json" "$canned" ||
+        die "the canned webhook did not answer the canned body"
 done
 [ "$(wc -c <"$out/answer-webhook-5k.json")" = "$(wc -c <"$canned")" ] ||
     echo "bench: note: the webhook's 5k answer is no longer the size of $canned" >&2

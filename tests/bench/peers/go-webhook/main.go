@@ -595,6 +595,8 @@ func mutate(cfg *config, ns string, pod *Pod, now time.Time) *result {
 		literal("OTEL_COLLECTOR_NAMESPACE", cfg.collectorNamespace),
 		literal("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint),
 		literal("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint),
+		literal("OTEL_EXPORTER_OTLP_METRICS_INSECURE", "true"),
+		literal("OTEL_EXPORTER_OTLP_TRACES_INSECURE", "true"),
 		literal("OTEL_SERVICE_NAME", service),
 		literal(attrsVar, a.String()),
 	}
@@ -646,6 +648,18 @@ func mutate(cfg *config, ns string, pod *Pod, now time.Time) *result {
 	if len(r.patch) == 0 {
 		r.reason = "already injected (" + injection + ")"
 		return r
+	}
+	// The fields the google-cloud-mldiagnostics SDK needs to start a run.
+	var lacks []string
+	for _, f := range []struct{ key, v string }{{"namespace", w.ns}, {"clustername", cfg.clusterName},
+		{"metadata.kind", w.kind}, {"metadata.name", w.name}, {"creation-timestamp", w.created}} {
+		if f.v == "" {
+			lacks = append(lacks, f.key)
+		}
+	}
+	if len(lacks) > 0 {
+		r.warn("mldiagnostics: the identity lacks %s: the google-cloud-mldiagnostics SDK will "+
+			"refuse to start a run in this pod", strings.Join(lacks, ", "))
 	}
 	keys, vals := []string{annIdentifier, annMetadata, annInjection}, []string{identifier, metadata, injection}
 	if meta.Annotations == nil {

@@ -1,0 +1,55 @@
+/*
+ * k8s_jsonpatch_text — an RFC 6902 patch written straight as compact JSON
+ * text, one operation at a time: the bytes k8s_json_write gives for the
+ * tree that k8s_jsonpatch_append_new builds, without the tree. The
+ * admission path writes a few dozen operations per pod, and building the
+ * tree and serialising it were half of an admission's cost (issue 14).
+ * Those that apply or inspect a patch get the tree from the text
+ * (k8s_jsonpatch_text_tree).
+ *
+ * Writing an operation: k8s_jsonpatch_text_begin (op and path), then the
+ * value written into t->buf with k8s_json_write_string or literal
+ * k8s_buf_append calls, then k8s_jsonpatch_text_end. Values must be
+ * compact JSON, members in the order a tree would hold them.
+ *
+ * Thread-safety: none; a patch belongs to one thread at a time.
+ * Ownership: the struct owns its buffer (release with
+ * k8s_jsonpatch_text_done; safe on a zeroed struct). Failure: -K8S_ENOMEM
+ * or -K8S_ETOOBIG; the text is then empty (k8s_buf rules) and the caller
+ * drops it.
+ */
+#ifndef K8S_JSONPATCH_TEXT_H
+#define K8S_JSONPATCH_TEXT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "k8s_buf.h"
+#include "k8s_err.h"
+
+struct k8s_jsonpatch_text {
+    struct k8s_buf buf; /* "[op,op,..." (and "]" after k8s_jsonpatch_text_json) */
+    size_t n;           /* operations written */
+    int closed;         /* the "]" is there */
+};
+
+void k8s_jsonpatch_text_init(struct k8s_jsonpatch_text *t);
+void k8s_jsonpatch_text_done(struct k8s_jsonpatch_text *t);
+
+/* {"op":<op>,"path":<path>,"value": — the value follows in t->buf. */
+int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op,
+                             const char *path) K8S_MUST_CHECK;
+/* Close the operation begun last. */
+int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t) K8S_MUST_CHECK;
+/* One operation whose value is the string value. */
+int k8s_jsonpatch_text_string(struct k8s_jsonpatch_text *t, const char *op, const char *path,
+                              const char *value) K8S_MUST_CHECK;
+
+/* The patch as a JSON array ("[]" when empty): borrowed, valid until the
+ * next call on t; its length in *ret_len. NULL on OOM. */
+const char *k8s_jsonpatch_text_json(struct k8s_jsonpatch_text *t, size_t *ret_len);
+
+/* The patch as a jansson array (new reference), or NULL on OOM. */
+json_t *k8s_jsonpatch_text_tree(struct k8s_jsonpatch_text *t);
+
+#endif

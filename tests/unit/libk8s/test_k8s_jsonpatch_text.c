@@ -1,0 +1,75 @@
+/* k8s_jsonpatch_text: a patch written as text is byte for byte what
+ * k8s_json_write gives for the tree k8s_jsonpatch_append_new builds, and
+ * its tree is that tree. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "k8s_json.h"
+#include "k8s_jsonpatch.h"
+#include "k8s_jsonpatch_text.h"
+
+static char *tree_text(const json_t *patch)
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    cr_assert_eq(k8s_json_write(patch, &b), 0);
+    return k8s_buf_take(&b, NULL);
+}
+
+Test(k8s_jsonpatch_text, same_bytes_as_the_tree)
+{
+    const char *value = "quote \" backslash \\ newline \n tab \t ctl \x01 utf-8 \xc3\xa9";
+    json_t *patch = json_array();
+    cr_assert_eq(
+        k8s_jsonpatch_append_new(patch, "add", "/metadata/annotations/a~1b", json_string(value)),
+        0);
+    cr_assert_eq(k8s_jsonpatch_append_new(patch, "replace", "/spec/containers/0/env/3/value",
+                                          json_pack("{s:[s,b]}", "k", "v", 1)),
+                 0);
+    struct k8s_jsonpatch_text t;
+    k8s_jsonpatch_text_init(&t);
+    cr_assert_eq(k8s_jsonpatch_text_string(&t, "add", "/metadata/annotations/a~1b", value), 0);
+    cr_assert_eq(k8s_jsonpatch_text_begin(&t, "replace", "/spec/containers/0/env/3/value"), 0);
+    cr_assert_eq(k8s_buf_appends(&t.buf, "{\"k\":[\"v\",true]}"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_end(&t), 0);
+    cr_expect_eq(t.n, 2);
+    size_t len;
+    const char *text = k8s_jsonpatch_text_json(&t, &len);
+    char *want = tree_text(patch);
+    cr_expect_str_eq(text, want);
+    cr_expect_eq(len, strlen(want));
+    json_t *tree = k8s_jsonpatch_text_tree(&t);
+    cr_expect(json_equal(tree, patch));
+    free(want);
+    json_decref(tree);
+    json_decref(patch);
+    k8s_jsonpatch_text_done(&t);
+}
+
+Test(k8s_jsonpatch_text, empty_then_reopened)
+{
+    struct k8s_jsonpatch_text t;
+    k8s_jsonpatch_text_init(&t);
+    size_t len;
+    cr_expect_str_eq(k8s_jsonpatch_text_json(&t, &len), "[]");
+    cr_expect_eq(len, 2);
+    cr_assert_eq(k8s_jsonpatch_text_string(&t, "add", "/a", "1"), 0);
+    cr_expect_str_eq(k8s_jsonpatch_text_json(&t, &len),
+                     "[{\"op\":\"add\",\"path\":\"/a\",\"value\":\"1\"}]");
+    cr_assert_eq(k8s_jsonpatch_text_string(&t, "add", "/b", "2"), 0);
+    cr_expect_str_eq(k8s_jsonpatch_text_json(&t, &len),
+                     "[{\"op\":\"add\",\"path\":\"/a\",\"value\":\"1\"},"
+                     "{\"op\":\"add\",\"path\":\"/b\",\"value\":\"2\"}]");
+    k8s_jsonpatch_text_done(&t);
+    struct k8s_jsonpatch_text zero = {0}; /* done is safe on a zeroed struct */
+    k8s_jsonpatch_text_done(&zero);
+}
+
+Test(k8s_jsonpatch_text, over_the_cap_fails)
+{
+    struct k8s_jsonpatch_text t;
+    k8s_jsonpatch_text_init(&t);
+    t.buf.max = 16;
+    cr_expect_eq(k8s_jsonpatch_text_string(&t, "add", "/a/long/path", "value"), -K8S_ETOOBIG);
+    k8s_jsonpatch_text_done(&t);
+}
