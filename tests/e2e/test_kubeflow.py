@@ -3,12 +3,15 @@ Kubeflow Trainer v2 (TrainJob → JobSet → Jobs → Pods, the JobSet controlle
 and kube-controller-manager doing the rest) and a PyTorchJob through the
 training-operator v1 (it owns its pods), each opted in by its own label or
 by the namespace label; the API server accepts every patched pod, and the
-identity names the top-level Kubeflow workload (DESIGN §3)."""
+identity names the top-level Kubeflow workload (DESIGN §3). The operator
+captures a PyTorchJob's pods, CPU JAX profilers, by workloadRef."""
 import os
 import re
+import tempfile
 import unittest
 
-from e2e import EXAMPLES, LABEL, E2ETest, identity
+import test_profiler
+from e2e import EXAMPLES, LABEL, E2ETest, identity, injected
 
 
 def example(name, namespace, labelled=True):
@@ -113,6 +116,54 @@ class PyTorchJobs(E2ETest):
         self.assertNotIn(LABEL, self.get("PyTorchJob", ns, "pytorch-xla")["metadata"].get(
             "labels", {}))
         self.check_pytorchjob(ns, "pytorch-xla")
+
+
+def jax_pytorchjob(name):
+    """A PyTorchJob whose master and worker are CPU JAX processes serving
+    the profiler on 9999 (the tier's python image, a network namespace each)."""
+    replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [{
+        "name": "pytorch", "image": "mld-e2e/python:3.11",
+        "command": ["python", "-c", test_profiler.PROGRAM],
+        "ports": [{"name": "profiler", "containerPort": 9999}]}]}}}
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+            "metadata": {"name": name, "labels": {LABEL: "true"}},
+            "spec": {"pytorchReplicaSpecs": {"Master": replica, "Worker": replica}}}
+
+
+class PyTorchJobCapture(test_profiler.Captures):
+    """A capture by workloadRef kind PyTorchJob through the operator as seed
+    003 installs it: one xplane.pb per pod of the job, named as xprof's
+    client names them (<podIP>_<port>), that xprof reads."""
+
+    @classmethod
+    def setUpClass(cls):
+        import e2e
+        c = e2e.cluster()
+        if c.networks is None:
+            raise AssertionError("pod network namespaces are needed for the JAX pods")
+        cls.case = E2ETest()
+        cls.case.setUp()
+        cls.ns = cls.case.namespace("pytorchjob-jax")
+        c.api.create(jax_pytorchjob("jax-pt"), cls.ns)
+        cls.pods = cls.case.wait_pods(cls.ns, 2, "training.kubeflow.org/job-name=jax-pt",
+                                      timeout=90)
+        test_profiler.wait_profilers(c, cls.ns, cls.pods, "pytorch")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.case.tearDown()
+
+    def target_ns(self):
+        return self.ns
+
+    def test_workload_ref_captures_master_and_worker(self):
+        self.assertTrue(all(injected(p) for p in self.pods))
+        storage = tempfile.mkdtemp(prefix="mld-e2e-pytorchjob-")
+        os.chmod(storage, 0o777)
+        mldc = self.capture("whole-pytorchjob", {
+            "workloadRef": {"kind": "PyTorchJob", "name": "jax-pt"}, "storageLocation": storage})
+        self.assert_profiles(mldc, storage, ["%s_9999" % p["status"]["podIP"]
+                                             for p in self.pods])
 
 
 if __name__ == "__main__":
