@@ -10,6 +10,9 @@
 #   kube         etcd, kube-apiserver, kube-controller-manager, kubectl
 #   controllers  helm, JobSet, LeaderWorkerSet
 #   kuberay      the KubeRay operator (its controller-runtime line is older)
+#   kubeflow     Kubeflow Trainer v2's controller manager (TrainJob)
+#   trainingoperator  the Kubeflow training-operator v1 (PyTorchJob; an
+#                older controller-runtime line again)
 #   crds         nothing built: cert-manager's CRDs (its controller does not
 #                build from the module proxy)
 # Cache: $MLD_E2E_CACHE (default ~/.cache/mldiagnostics-e2e); build log and
@@ -89,5 +92,5 @@ build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
   echo "$name $out/bin"
 }
 
-mods=${*:-kube controllers kuberay crds}
+mods=${*:-kube controllers kuberay kubeflow trainingoperator crds}
 for m in $mods; do build_module "$m"; done

@@ -83,7 +83,8 @@ class Cluster:
         self.controllers = workloads.WorkloadControllers(self.cp, self.bins, self.modules,
                                                          self.dir, self.log)
         self.controllers.start_all()
-        self.log("workload controllers up (JobSet, LeaderWorkerSet, KubeRay)")
+        self.log("workload controllers up (JobSet, LeaderWorkerSet, KubeRay, Trainer, "
+                 "training-operator)")
         self.install = install.Installation(self.cp, self.node,
                                             os.path.join(self.bins["controllers"], "helm"),
                                             self.project_bin, os.path.join(self.dir, "install"),

@@ -109,16 +109,24 @@ def openssl(*args, cwd=None):
     subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60, cwd=cwd)
 
 
-def make_ca(directory, name, cn):
+def make_ca(directory, name, cn, days=30, sans=(), pkcs1_rsa=False):
+    """A self-signed CA (crt, key): P-256, or with pkcs1_rsa an RSA key in
+    the PKCS#1 form ("RSA PRIVATE KEY") that some controllers insist on."""
     key, crt = os.path.join(directory, name + ".key"), os.path.join(directory, name + ".crt")
-    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", key, "-out", crt, "-days", "30", "-subj", "/CN=" + cn,
+    if pkcs1_rsa:
+        openssl("genrsa", "-traditional", "-out", key, "2048")
+    else:
+        openssl("genpkey", "-algorithm", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-out", key)
+    openssl("req", "-x509", "-key", key, "-nodes",
+            "-out", crt, "-days", str(days), "-subj", "/CN=" + cn,
             "-addext", "basicConstraints=critical,CA:TRUE",
-            "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature")
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+            *(("-addext", "subjectAltName=" + ",".join(sans)) if sans else ()))
     return crt, key
 
 
-def make_leaf(directory, name, ca, cn, sans=(), client=False, org=None):
+def make_leaf(directory, name, ca, cn, sans=(), client=False, org=None, days=30):
     """A leaf certificate signed by `ca` (crt, key); SANs like 'IP:127.0.0.1'."""
     key, crt = os.path.join(directory, name + ".key"), os.path.join(directory, name + ".crt")
     csr, ext = os.path.join(directory, name + ".csr"), os.path.join(directory, name + ".ext")
@@ -131,5 +139,5 @@ def make_leaf(directory, name, ca, cn, sans=(), client=False, org=None):
         if sans:
             f.write("subjectAltName=" + ",".join(sans) + "\n")
     openssl("x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial",
-            "-out", crt, "-days", "30", "-extfile", ext)
+            "-out", crt, "-days", str(days), "-extfile", ext)
     return crt, key

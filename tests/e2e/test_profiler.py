@@ -69,6 +69,19 @@ def port_open(ip, port):
         return False
 
 
+def wait_profilers(c, ns, pods, container, timeout=180):
+    """Until each pod's JAX profiler listens on its podIP:9999."""
+    deadline = time.time() + timeout
+    for p in pods:
+        ip = p["status"]["podIP"]
+        while not port_open(ip, 9999):
+            if time.time() > deadline:
+                raise AssertionError("profiler of %s at %s:9999 never listened:\n%s" % (
+                    p["metadata"]["name"], ip,
+                    c.node.container_log(ns, p["metadata"]["name"], container)[-2000:]))
+            time.sleep(0.5)
+
+
 JAX = {}  # the module's JobSet of three JAX pods: namespace, pods
 
 
@@ -83,15 +96,7 @@ def setUpModule():
     ns = t.namespace("jax")
     c.api.create(JOBSET, ns)
     pods = t.wait_pods(ns, 3, "jobset.sigs.k8s.io/jobset-name=jax-train", timeout=90)
-    deadline = time.time() + 180
-    for p in pods:
-        ip = p["status"]["podIP"]
-        while not port_open(ip, 9999):
-            if time.time() > deadline:
-                raise AssertionError("profiler of %s at %s:9999 never listened:\n%s" % (
-                    p["metadata"]["name"], ip,
-                    c.node.container_log(ns, p["metadata"]["name"], "jax")[-2000:]))
-            time.sleep(0.5)
+    wait_profilers(c, ns, pods, "jax")
     JAX.update(ns=ns, pods=pods, case=t,
                storage=tempfile.mkdtemp(prefix="mld-e2e-profiles-"))
     os.chmod(JAX["storage"], 0o777)
@@ -103,8 +108,12 @@ def tearDownModule():
 
 
 class Captures(E2ETest):
+    def target_ns(self):
+        """The namespace of the pods captured (and of the connections)."""
+        return JAX["ns"]
+
     def capture(self, name, trigger, duration=2, wait=True, timeout=120):
-        ns = JAX["ns"]
+        ns = self.target_ns()
         self.api.create({"apiVersion": "diagon.gke.io/v1alpha1",
                          "kind": "MLDiagnosticsConnection",
                          "metadata": {"name": name},
@@ -116,7 +125,7 @@ class Captures(E2ETest):
         return self.wait_phase(name, ("Succeeded", "Failed"), timeout)
 
     def wait_phase(self, name, phases, timeout=120):
-        path = kubeapi.path_for("MLDiagnosticsConnection", JAX["ns"], name)
+        path = kubeapi.path_for("MLDiagnosticsConnection", self.target_ns(), name)
         return self.api.wait(path, lambda o: o.get("status", {}).get("phase") in phases,
                              timeout, what="capture %s in %s" % (name, phases))
 

@@ -36,6 +36,8 @@ UNUSED_OK = {
         "against the fake API server)",
     ("mldiagnostics-injection-webhook", "get", "ray.io", "rayjobs"):
         "a cached RayCluster whose RayJob the watch has not delivered: the same race",
+    ("mldiagnostics-injection-webhook", "get", "trainer.kubeflow.org", "trainjobs"):
+        "a cached JobSet whose TrainJob the watch has not delivered: the same race",
     ("mldiagnostics-connection-operator", "get", "diagon.gke.io", "mldiagnosticsconnections"):
         "re-read after a 409 Conflict on the status PUT (test_operator_resilience.py)",
     ("mldiagnostics-injection-webhook-certgen", "update", "", "secrets"):
@@ -92,6 +94,8 @@ class ChartRBAC(E2ETest):
               "leaderworkerset.sigs.k8s.io/group-index": "0",
               "leaderworkerset.sigs.k8s.io/worker-index": "0"}, [], "ghost-lws-0",
              {"leaderworkerset.sigs.k8s.io/size": "1"}),
+            ({"training.kubeflow.org/job-name": "ghost-pt",
+              "training.kubeflow.org/operator-name": "pytorchjob-controller"}, []),
             ({"ray.io/cluster": "ghost-rc"},
              [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "ghost-rc",
                "uid": "00000000-0000-0000-0000-000000000004", "controller": True}]),
@@ -136,7 +140,7 @@ class ChartRBAC(E2ETest):
         ns = self.namespace("rbac-op")
         triggers = [{"podName": "no-such-pod"}] + [
             {"workloadRef": {"kind": k, "name": "no-such-" + k.lower()}}
-            for k in ("JobSet", "LeaderWorkerSet", "RayJob")]
+            for k in ("JobSet", "LeaderWorkerSet", "RayJob", "TrainJob", "PyTorchJob")]
         for i, t in enumerate(triggers):
             self.api.create({"apiVersion": "diagon.gke.io/v1alpha1",
                              "kind": "MLDiagnosticsConnection", "metadata": {"name": "m%d" % i},
