@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <microhttpd.h>
 #include <netdb.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +60,6 @@ struct req {
     bool answered;  /* a response was queued early (404/405/413) */
     bool too_large; /* body over the cap: discard it, then answer 413 */
     long long discarded;
-    gnutls_session_t corked; /* the answer is being gathered into one record */
-    int fd;                  /* the connection's, while corked */
 };
 
 static bool is_ready(struct wh_server *s)
@@ -70,43 +67,6 @@ static bool is_ready(struct wh_server *s)
     if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED))
         return false;
     return !s->deps.ready || s->deps.ready(s->deps.ready_ud);
-}
-
-/* libmicrohttpd sends the headers and the body of a response apart: over
- * TLS two records and two sendmsg() where nginx needs one. Corked, GnuTLS
- * gathers both into one record, sent when the request completes
- * (on_completed). Only for an answer that fits in one record. */
-#define CORK_MAX       (16 * 1024 - 1024)
-#define UNCORK_WAIT_MS 20 /* most a worker waits for a client that does not read */
-
-static void cork(struct MHD_Connection *c, struct req *rq, size_t len)
-{
-    const union MHD_ConnectionInfo *tls =
-        len <= CORK_MAX ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION) : NULL;
-    const union MHD_ConnectionInfo *fd =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!tls || !tls->tls_session || !fd)
-        return;
-    rq->corked = tls->tls_session;
-    rq->fd = fd->connect_fd;
-    gnutls_record_cork(rq->corked);
-}
-
-/* Send the gathered record. libmicrohttpd counts it sent already, so it
- * cannot wait for the socket: a client whose receive window stays shut
- * past UNCORK_WAIT_MS is disconnected rather than left without its answer
- * (GNUTLS_RECORD_WAIT would spin the worker for as long as it lasts). */
-static void uncork(struct req *rq)
-{
-    int r, waited = 0;
-    while ((r = gnutls_record_uncork(rq->corked, 0)) == GNUTLS_E_AGAIN ||
-           r == GNUTLS_E_INTERRUPTED) {
-        struct pollfd p = {.fd = rq->fd, .events = POLLOUT};
-        if (waited++ == UNCORK_WAIT_MS || poll(&p, 1, 1) < 0) {
-            shutdown(rq->fd, SHUT_RDWR);
-            return;
-        }
-    }
 }
 
 static enum MHD_Result queue(struct MHD_Connection *c, struct wh_server *s, int status, char *body,
@@ -165,24 +125,22 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, struct wh_server *s, 
 
 /* The transport alone (deps.canned): the same copy and queueing as an
  * admission's answer, without the admission. */
-static enum MHD_Result serve_canned(struct MHD_Connection *c, struct wh_server *s, struct req *rq)
+static enum MHD_Result serve_canned(struct MHD_Connection *c, struct wh_server *s)
 {
     char *body = malloc(s->deps.canned_len ? s->deps.canned_len : 1);
     if (!body)
         return MHD_NO;
     memcpy(body, s->deps.canned, s->deps.canned_len);
-    cork(c, rq, s->deps.canned_len);
     return queue(c, s, 200, body, s->deps.canned_len, "application/json");
 }
 
 static enum MHD_Result serve_mutate(struct MHD_Connection *c, struct wh_server *s, struct req *rq)
 {
     if (s->deps.canned)
-        return serve_canned(c, s, rq);
+        return serve_canned(c, s);
     struct wh_admit_result res;
     if (wh_admit(&s->admit, k8s_buf_str(&rq->body), rq->body.len, rq->start_ns, &res) < 0)
         return MHD_NO;
-    cork(c, rq, res.len);
     return queue(c, s, res.status, res.body, res.len, res.content_type);
 }
 
@@ -298,8 +256,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct req *rq = *con_cls;
     if (!rq)
         return;
-    if (rq->corked) /* the whole answer is buffered: one record, one sendmsg() */
-        uncork(rq);
     k8s_buf_done(&rq->body);
     free(rq);
     *con_cls = NULL;

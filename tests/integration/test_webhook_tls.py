@@ -162,67 +162,6 @@ class ReadAheadTest(unittest.TestCase):
                 self.assertEqual(read_response(f), (200, b"ok\n"))
 
 
-def read_answer(raw, inc, obj):
-    """One HTTP/1.1 response through the TLS object obj over socket raw:
-    (head, body, the number of TLS records it came in)."""
-    pending, plain, records = b"", b"", 0
-    while True:
-        end = plain.find(b"\r\n\r\n")
-        if end >= 0:
-            length = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", plain[:end]).group(1))
-            if len(plain) >= end + 4 + length:
-                return plain[:end], plain[end + 4:], records
-        data = raw.recv(65536)
-        if not data:
-            raise AssertionError("connection closed after %r" % plain[:200])
-        inc.write(data)
-        pending += data
-        while len(pending) >= 5 and len(pending) >= 5 + int.from_bytes(pending[3:5], "big"):
-            records += 1
-            pending = pending[5 + int.from_bytes(pending[3:5], "big"):]
-        try:
-            while True:
-                plain += obj.read(65536)
-        except ssl.SSLWantReadError:
-            pass
-
-
-class OneRecordTest(unittest.TestCase):
-    """An answer to POST /mutate leaves in one TLS record (one sendmsg), as
-    nginx sends it: libmicrohttpd writes headers and body apart, and the
-    server corks the session so that GnuTLS gathers them. Twice on one
-    keep-alive connection, the second after the first was read."""
-
-    def test_answer_in_one_record(self):
-        with open(os.path.join(os.environ["MLD_FIXTURES"], "admission",
-                               "bench-jobset-5k.json"), "rb") as f:
-            body = f.read()
-        req = (b"POST /mutate?timeout=10s HTTP/1.1\r\nHost: x\r\n"
-               b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-        with Webhook() as wh:
-            ctx = wh.context()
-            ctx.maximum_version = ssl.TLSVersion.TLSv1_2  # no post-handshake tickets
-            raw = socket.create_connection(("127.0.0.1", wh.port), timeout=10 * SLOW)
-            inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-            obj = ctx.wrap_bio(inc, out, server_hostname="localhost")
-            while True:
-                try:
-                    obj.do_handshake()
-                    break
-                except ssl.SSLWantReadError:
-                    raw.sendall(out.read())
-                    inc.write(raw.recv(65536))
-            raw.sendall(out.read())
-            for _ in range(2):
-                obj.write(req)
-                raw.sendall(out.read())
-                head, answer, records = read_answer(raw, inc, obj)
-                self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
-                self.assertIn(b'"patch"', answer)
-                self.assertEqual(records, 1, "the answer came in %d TLS records" % records)
-            raw.close()
-
-
 class StartupCertificateTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="mld-cert-")
