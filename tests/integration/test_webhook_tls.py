@@ -1,6 +1,7 @@
 """TLS of the real webhook binary: protocol versions, certificate checks at
 startup, and rotation of the serving certificate under concurrent load
 (Kubernetes Secret-volume symlink swaps) with zero failed requests."""
+import http.client
 import json
 import os
 import re
@@ -160,6 +161,37 @@ class ReadAheadTest(unittest.TestCase):
                     self.assertTrue(resp["allowed"])
                     self.assertIn("patch", resp, path)
                 self.assertEqual(read_response(f), (200, b"ok\n"))
+
+
+class PromptAnswerTest(unittest.TestCase):
+    """Each answer leaves as soon as it is made, whatever the client's
+    socket options: an answer held back until the request's completion
+    callback ran at the connection's next socket event, and a client with
+    Nagle on (Python's http.client here) then waited for a delayed ACK,
+    ~208 ms per answer, a regression this caught (sending answers in one
+    TLS record by corking the session). 30 answers normally take a few ms;
+    the bound is 100x that, and the stall needs over 6 s."""
+
+    def test_answers_come_without_waiting_for_another_event(self):
+        # small reviews: a request in one segment is what showed the stall
+        reviews = [json.dumps(controllers.review(
+            {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "p", "labels": labels},
+             "spec": {"containers": [{"name": "c", "image": "i"}]}}, "ns")).encode()
+            for labels in ({}, {"managed-mldiagnostics-gke": "true"})]
+        with Webhook() as wh:
+            c = http.client.HTTPSConnection("127.0.0.1", wh.port, context=wh.context(),
+                                            timeout=10 * SLOW)
+            t0 = time.monotonic()
+            for i in range(30):
+                c.request("POST", "/mutate", body=reviews[i % 2],
+                          headers={"Content-Type": "application/json"})
+                r = c.getresponse()
+                answer = r.read()
+                self.assertEqual(r.status, 200, answer[:200])
+            elapsed = time.monotonic() - t0
+            c.close()
+        self.assertLess(elapsed, 1.5 * SLOW, "30 answers took %.2f s" % elapsed)
 
 
 class StartupCertificateTest(unittest.TestCase):
