@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build the end-to-end tier's upstream components from their Go modules and
 # cache the binaries outside build/, keyed by each module's go.mod + go.sum
-# (and this script): a warm run finds them and builds nothing.
+# + own .go files (and this script): a warm run finds them and builds nothing.
 #
 #   tests/e2e/build.sh [MODULE...]     default: every module under tests/e2e/
 #   prints the bin directory of each module, one "NAME DIR" line each
