@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build the end-to-end tier's upstream components from their Go modules and
 # cache the binaries outside build/, keyed by each module's go.mod + go.sum
-# (and this script): a warm run finds them and builds nothing.
+# + own .go files (and this script): a warm run finds them and builds nothing.
 #
 #   tests/e2e/build.sh [MODULE...]     default: every module under tests/e2e/
 #   prints the bin directory of each module, one "NAME DIR" line each
@@ -31,7 +31,9 @@ export GOFLAGS=-mod=readonly CGO_ENABLED=0 GOTOOLCHAIN=local
 mkdir -p "$CACHE"
 
 key() {  # module dir -> short hash of what decides its binaries
-  cat "$1/go.mod" "$1/go.sum" "$HERE/build.sh" | sha256sum | cut -c1-16
+  # (its own Go source too: a tool may be a main of the module's own)
+  cat "$1/go.mod" "$1/go.sum" $(find "$1" -name '*.go' | LC_ALL=C sort) "$HERE/build.sh" |
+    sha256sum | cut -c1-16
 }
 
 kube_ldflags() {  # hack/lib/version.sh's stamps for the version in go.mod
@@ -69,13 +71,19 @@ build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
     *)    flags="-s -w"; tags="" ;;
   esac
   echo "e2e build: $name (go.sum $(key "$dir")) -> $out" >&2
-  # The modules of the tools (or, with no tools, the require lines), with
-  # the module cache folder that holds their YAML (CRDs, webhook
-  # manifests): "PATH DIR" lines in modules.txt.
+  # The modules of the tools and those the module's own code requires
+  # directly (a main of its own wraps upstream's packages), or, with no
+  # tools, the require lines, with the module cache folder that holds their
+  # YAML (CRDs, webhook manifests): "PATH DIR" lines in modules.txt.
   (cd "$dir" && if grep -q '^tool' go.mod; then
-     $GO list -f '{{.Module.Path}} {{.Module.Dir}}' tool | sort -u > "$out/modules.txt" &&
      $GO build -p "${GO_BUILD_P:-2}" -trimpath -tags "$tags" -ldflags "$flags" \
-       -o "$out/bin/" tool
+       -o "$out/bin/" tool &&
+     direct=$(awk '/^require \(/{r=1; next} r && /^\)/{r=0}
+                   r && !/indirect/{print $1}' go.mod) &&
+     { $GO list -f '{{if not .Module.Main}}{{.Module.Path}} {{.Module.Dir}}{{end}}' tool &&
+       { [ -z "$direct" ] || $GO list -m -f '{{.Path}} {{.Dir}}' $direct; }
+     } > "$out/modules.raw" && sed '/^$/d' "$out/modules.raw" | sort -u > "$out/modules.txt" &&
+     rm "$out/modules.raw"
    else
      reqs=$(awk '/^require [^(]/{print $2}' go.mod)
      $GO mod download $reqs && $GO list -m -f '{{.Path}} {{.Dir}}' $reqs > "$out/modules.txt"

@@ -234,7 +234,7 @@ class SidecarWebhook:
 class Reinvocation(E2ETest):
     def test_later_webhook_container_is_injected_nothing_doubled(self):
         import tempfile
-        side = SidecarWebhook(self.api, tempfile.mkdtemp(prefix="mld-sidecar-"))
+        side = SidecarWebhook(self.api, tempfile.mkdtemp(prefix="sidecar-", dir=self.c.dir))
         try:
             ns = self.namespace("reinvoke")
             self.apply_yaml(JOBSET % ("side", '%s: "true"' % LABEL, '"e2e/add-sidecar": "true"'),

@@ -158,7 +158,7 @@ class PyTorchJobCapture(test_profiler.Captures):
 
     def test_workload_ref_captures_master_and_worker(self):
         self.assertTrue(all(injected(p) for p in self.pods))
-        storage = tempfile.mkdtemp(prefix="mld-e2e-pytorchjob-")
+        storage = tempfile.mkdtemp(prefix="pytorchjob-profiles-", dir=self.c.dir)
         os.chmod(storage, 0o777)
         mldc = self.capture("whole-pytorchjob", {
             "workloadRef": {"kind": "PyTorchJob", "name": "jax-pt"}, "storageLocation": storage})

@@ -98,7 +98,7 @@ def setUpModule():
     pods = t.wait_pods(ns, 3, "jobset.sigs.k8s.io/jobset-name=jax-train", timeout=90)
     wait_profilers(c, ns, pods, "jax")
     JAX.update(ns=ns, pods=pods, case=t,
-               storage=tempfile.mkdtemp(prefix="mld-e2e-profiles-"))
+               storage=tempfile.mkdtemp(prefix="profiles-", dir=c.dir))
     os.chmod(JAX["storage"], 0o777)
 
 

@@ -216,13 +216,12 @@ class WorkloadControllers:
             "--health-probe-bind-address", "127.0.0.1:%d" % hport,
             "--log-stdout-encoder", "console"], hport)
 
-    # The training-operator's cert-controller (fixed certDir, no extra SANs)
-    # takes a Secret it finds valid for its CA name and Service DNS name and
-    # injects the Secret's CA into its ValidatingWebhookConfiguration; in a
-    # cluster the kubelet mounts that Secret into the certDir. Ours adds the
-    # IP SAN the URL registration needs.
+    # The training-operator's cert-controller (no extra SANs) takes a Secret
+    # it finds valid for its CA name and Service DNS name and injects the
+    # Secret's CA into its ValidatingWebhookConfiguration; in a cluster the
+    # kubelet mounts that Secret into the certDir. Ours adds the IP SAN the
+    # URL registration needs.
     TRAINING_OPERATOR_NS = "kubeflow"
-    TRAINING_OPERATOR_CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
 
     def _training_operator_certs(self, tmp):
         import base64
@@ -241,21 +240,18 @@ class WorkloadControllers:
         self.api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         self.api.apply({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {
             "name": "training-operator-webhook-cert", "namespace": ns}, "data": data})
-        # The webhook server reads the certDir under $TMPDIR; the rotator only
-        # checks that its fixed one holds a tls.crt.
+        # Our main (tests/e2e/trainingoperator) gives the webhook server and
+        # the rotator one certDir under $TMPDIR: the "mount".
         own = os.path.join(tmp, "k8s-webhook-server", "serving-certs")
         os.makedirs(own, exist_ok=True)
         for src, name in ((crt, "tls.crt"), (key, "tls.key")):
             shutil.copyfile(src, os.path.join(own, name))
-        os.makedirs(self.TRAINING_OPERATOR_CERT_DIR, exist_ok=True)
-        fixed = os.path.join(self.TRAINING_OPERATOR_CERT_DIR, "tls.crt")
-        if not os.path.exists(fixed):
-            shutil.copyfile(crt, fixed)
         return ca
 
     def start_training_operator(self):
         """Kubeflow training-operator v1, the PyTorchJob controller only;
-        its validating webhook registered by URL as its kustomize base does."""
+        its validating webhook registered by URL as its kustomize base does,
+        its server on 127.0.0.1 (our main's one difference in wiring)."""
         mod = self.mods["github.com/kubeflow/training-operator"]
         wport, hport = free_port(), free_port()
         tmp = os.path.join(self.dir, "training-operator-tmp")

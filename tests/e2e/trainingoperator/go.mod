@@ -1,10 +1,23 @@
 // The Kubeflow training-operator v1 (PyTorchJob -> pods), in a module of its
 // own: it is built on an older controller-runtime line (v0.19) than Trainer.
+// Its main is ours (cmd/training-operator.v1: upstream's, its webhook server
+// on 127.0.0.1 and its certificates under $TMPDIR); the rest is upstream's.
 module mld.test/e2e/trainingoperator
 
 go 1.26.0
 
-tool github.com/kubeflow/training-operator/cmd/training-operator.v1
+tool mld.test/e2e/trainingoperator/cmd/training-operator.v1
+
+require (
+	github.com/kubeflow/training-operator v1.9.3
+	github.com/open-policy-agent/cert-controller v0.12.0
+	go.uber.org/zap v1.27.0
+	k8s.io/apimachinery v0.31.3
+	k8s.io/client-go v0.31.3
+	sigs.k8s.io/controller-runtime v0.19.1
+	sigs.k8s.io/scheduler-plugins v0.28.9
+	volcano.sh/apis v1.9.0
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -30,12 +43,10 @@ require (
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.17.9 // indirect
-	github.com/kubeflow/training-operator v1.9.3 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/open-policy-agent/cert-controller v0.12.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_golang v1.20.2 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
@@ -46,7 +57,6 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.uber.org/zap v1.27.0 // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
 	golang.org/x/net v0.33.0 // indirect
 	golang.org/x/oauth2 v0.21.0 // indirect
@@ -61,15 +71,10 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.31.3 // indirect
 	k8s.io/apiextensions-apiserver v0.31.2 // indirect
-	k8s.io/apimachinery v0.31.3 // indirect
-	k8s.io/client-go v0.31.3 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20240430033511-f0e62f92d13f // indirect
 	k8s.io/utils v0.0.0-20240711033017-18e509b52bc8 // indirect
-	sigs.k8s.io/controller-runtime v0.19.1 // indirect
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
-	sigs.k8s.io/scheduler-plugins v0.28.9 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.1 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
-	volcano.sh/apis v1.9.0 // indirect
 )
