@@ -80,14 +80,14 @@ def operator_pid(proc):
     binary (heaptrack, valgrind and the like start it as a child)."""
     deadline = time.time() + 30
     while time.time() < deadline:
-        todo = [proc.pid]
-        while todo:
-            pid = todo.pop()
+        pending = [proc.pid]
+        while pending:
+            pid = pending.pop()
             try:
                 with open("/proc/%d/cmdline" % pid, "rb") as f:
                     argv0 = f.read().split(b"\0")[0]
                 with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                    todo += [int(c) for c in f.read().split()]
+                    pending += [int(c) for c in f.read().split()]
             except OSError:
                 continue
             if argv0.endswith(b"/mldiagnostics-operator"):

@@ -49,6 +49,16 @@ def template(labels=None, annotations=None):
     return {"metadata": meta, "spec": {"containers": [{"name": "main", "image": "jax"}]}}
 
 
+def rayjob(name, labels):
+    """A RayJob with a head and one worker group, as users write it."""
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"entrypoint": "python x.py", "rayClusterSpec": {
+                "headGroupSpec": {"template": template()},
+                "workerGroupSpecs": [{"groupName": "g", "replicas": 1,
+                                      "template": template()}]}}}
+
+
 class Cluster(unittest.TestCase):
     """One fake API server and one webhook for the whole class."""
 
@@ -200,12 +210,7 @@ class PrecedenceTest(Cluster):
 class OwnerChainTest(Cluster):
     def test_raycluster_pods_resolve_to_their_rayjob(self):
         ns = self.namespace("ray-ns")
-        rj = {"apiVersion": "ray.io/v1", "kind": "RayJob",
-              "metadata": {"name": "tune", "labels": {LABEL: "true", "exp": "7"}},
-              "spec": {"entrypoint": "python x.py", "rayClusterSpec": {
-                  "headGroupSpec": {"template": template()},
-                  "workerGroupSpecs": [{"groupName": "g", "replicas": 1,
-                                        "template": template()}]}}}
+        rj = rayjob("tune", {LABEL: "true", "exp": "7"})
         created = self.create(RAYJOBS, ns, rj)
         rc_name = controllers.raycluster_name(rj)
         self.create(RAYCLUSTERS, ns, {
@@ -491,12 +496,7 @@ class LateCrdTest(Cluster):
         self.assertIn("resource not served", self.wh.logs())
         ns = self.namespace("late-ray")
         t0 = self.install(RAYJOBS, RAYCLUSTERS)
-        rj = {"apiVersion": "ray.io/v1", "kind": "RayJob",
-              "metadata": {"name": "late", "labels": {LABEL: "true"}},
-              "spec": {"entrypoint": "python x.py", "rayClusterSpec": {
-                  "headGroupSpec": {"template": template()},
-                  "workerGroupSpecs": [{"groupName": "g", "replicas": 1,
-                                        "template": template()}]}}}
+        rj = rayjob("late", {LABEL: "true"})
         created = self.create(RAYJOBS, ns, rj)
         rc_name = controllers.raycluster_name(rj)
         self.create(RAYCLUSTERS, ns, {
