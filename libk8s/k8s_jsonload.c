@@ -35,6 +35,8 @@ struct reader {
     struct k8s_buf text; /* decoded string (with escapes) or number text */
     const char *s;       /* the last kept string: a view of the input, or text */
     size_t n;
+    struct k8s_json_span *spans; /* NULL: no filter entry asks for spans */
+    size_t nspans;
 };
 
 static int fail(struct reader *r, const char *what)
@@ -308,23 +310,46 @@ static int literal(struct reader *r, bool keep, json_t **out)
 
 static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out);
 
+/* The filter entry for key (NULL: skip the member). */
 static const struct k8s_json_filter *match(const struct k8s_json_filter *f, const char *key,
-                                           size_t len, bool *found)
+                                           size_t len)
 {
     for (; f->key; f++) /* first bytes compared inline: most keys differ there */
         if ((len && f->key[0] == key[0] && !strncmp(f->key, key, len) && !f->key[len]) ||
-            (f->key[0] == '*' && !f->key[1]) || (!len && !f->key[0])) {
-            *found = true;
-            return f->keep;
-        }
-    *found = false;
+            (f->key[0] == '*' && !f->key[1]) || (!len && !f->key[0]))
+            return f;
     return NULL;
+}
+
+/* A member whose filter entry asks for its text: validated, skipped, and
+ * its span recorded (the last occurrence counts, as for kept members). */
+static int span_value(struct reader *r, const struct k8s_json_filter *e)
+{
+    skip_ws(r);
+    const unsigned char *from = r->p;
+    json_t *none = NULL;
+    if (value(r, NULL, false, &none) < 0)
+        return -1;
+    if ((size_t)e->span <= r->nspans)
+        r->spans[e->span - 1] = (struct k8s_json_span){(const char *)from, (size_t)(r->p - from)};
+    return 0;
+}
+
+/* A new object begins under f: the spans its entries name start absent
+ * (an earlier duplicate of a parent member must not leave its span). */
+static void spans_reset(struct reader *r, const struct k8s_json_filter *f)
+{
+    for (; f && f->key; f++) {
+        if (f->span > 0 && (size_t)f->span <= r->nspans)
+            r->spans[f->span - 1] = (struct k8s_json_span){NULL, 0};
+        spans_reset(r, f->keep);
+    }
 }
 
 /* One "key": value member of an object being built (obj NULL: skipping). */
 static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj)
 {
-    const struct k8s_json_filter *sub = NULL;
+    const struct k8s_json_filter *e = NULL;
     bool keep = obj != NULL;
     char *owned = NULL;
     if (r->p >= r->end || *r->p != '"')
@@ -337,12 +362,14 @@ static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj
     if (keep && key == r->text.data && !(key = owned = strndup(key, klen)))
         return fail(r, "out of memory");
     if (keep && f)
-        sub = match(f, key, klen, &keep);
+        keep = (e = match(f, key, klen)) != NULL && e->span <= 0;
     skip_ws(r);
     json_t *v = NULL;
     int rc = r->p < r->end && *r->p == ':' ? 0 : fail(r, "':' expected");
-    if (rc == 0)
-        r->p++, rc = value(r, sub, keep, &v);
+    if (rc == 0 && e && e->span > 0)
+        r->p++, rc = span_value(r, e);
+    else if (rc == 0)
+        r->p++, rc = value(r, e ? e->keep : NULL, keep, &v);
     if (rc == 0 && v && json_object_setn_new_nocheck(obj, key, klen, v) < 0)
         rc = fail(r, "out of memory");
     free(owned);
@@ -358,6 +385,8 @@ static int container(struct reader *r, const struct k8s_json_filter *f, bool kee
         return fail(r, "maximum parsing depth reached");
     if (keep && !(c = is_object ? json_object() : json_array()))
         return fail(r, "out of memory");
+    if (keep && is_object && r->spans)
+        spans_reset(r, f);
     r->p++;
     skip_ws(r);
     bool first = true;
@@ -430,13 +459,18 @@ static int report(struct reader *r, struct k8s_error *reterr)
                          line, col);
 }
 
-int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
-                           json_t **ret, struct k8s_error *reterr)
+int k8s_json_load_spans(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                        struct k8s_json_span *spans, size_t nspans, json_t **ret,
+                        struct k8s_error *reterr)
 {
     struct reader r = {.start = (const unsigned char *)buf,
                        .p = (const unsigned char *)buf,
-                       .end = (const unsigned char *)buf + len};
+                       .end = (const unsigned char *)buf + len,
+                       .spans = nspans ? spans : NULL,
+                       .nspans = nspans};
     json_t *doc = NULL;
+    for (size_t i = 0; i < nspans; i++)
+        spans[i] = (struct k8s_json_span){NULL, 0};
     k8s_buf_init(&r.text, len + 1);
     skip_ws(&r);
     int rc = r.p < r.end && (*r.p == '{' || *r.p == '[') ? value(&r, filter, true, &doc)
@@ -451,4 +485,10 @@ int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_fi
     }
     *ret = doc;
     return 0;
+}
+
+int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                           json_t **ret, struct k8s_error *reterr)
+{
+    return k8s_json_load_spans(buf, len, filter, NULL, 0, ret, reterr);
 }

@@ -17,6 +17,14 @@
  * filter for the value: for an object, its members; for an array, each
  * element's members. Scalars named by a filter are always kept.
  *
+ * Spans: an entry with span = i > 0 keeps no value; the member is
+ * validated like any other and spans[i - 1] gets its text (the value's
+ * bytes in buf, from its first to its last byte), for a reader of its own.
+ * The last occurrence counts, as for kept members: a span starts absent
+ * (p NULL) with each object its entry's parent filter applies to. Name
+ * span members through objects only (inside an array each element would
+ * overwrite the last).
+ *
  * Semantics that differ from jansson only for skipped members: their
  * numbers are checked for syntax, not range.
  *
@@ -35,6 +43,12 @@
 struct k8s_json_filter {
     const char *key;
     const struct k8s_json_filter *keep;
+    int span; /* > 0: not kept; its text goes to spans[span - 1] */
+};
+
+struct k8s_json_span {
+    const char *p; /* NULL: the member was absent */
+    size_t n;
 };
 
 /* Parse buf[0..len) as one JSON document. On failure returns -K8S_EPARSE
@@ -42,5 +56,12 @@ struct k8s_json_filter {
  * *ret is untouched. */
 int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
                            json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* The same, and spans[0..nspans) receive the members the filter names
+ * with a span (each absent, p NULL, when not met). Borrowed from buf. On
+ * failure the spans are unspecified. */
+int k8s_json_load_spans(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                        struct k8s_json_span *spans, size_t nspans, json_t **ret,
+                        struct k8s_error *reterr) K8S_MUST_CHECK;
 
 #endif
