@@ -27,7 +27,7 @@ static const unsigned char str_class[256] = {
     [0x80 ... 0xFF] = C_HIGH,
 };
 
-struct reader {
+struct k8s_jpull {
     const unsigned char *start, *p, *end;
     int depth;
     const char *err; /* static text of the first problem */
@@ -35,11 +35,11 @@ struct reader {
     struct k8s_buf text; /* decoded string (with escapes) or number text */
     const char *s;       /* the last kept string: a view of the input, or text */
     size_t n;
-    struct k8s_json_span *spans; /* NULL: no filter entry asks for spans */
-    size_t nspans;
+    void *pull_arg; /* for the filter's pull readers */
+    bool pulls;     /* the filter has pull readers */
 };
 
-static int fail(struct reader *r, const char *what)
+static int fail(struct k8s_jpull *r, const char *what)
 {
     if (!r->err) {
         r->err = what;
@@ -48,7 +48,7 @@ static int fail(struct reader *r, const char *what)
     return -1;
 }
 
-static void skip_ws(struct reader *r)
+static void skip_ws(struct k8s_jpull *r)
 {
     while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
         r->p++;
@@ -75,7 +75,7 @@ static int utf8_len(const unsigned char *p, const unsigned char *end)
     return n;
 }
 
-static int hex4(struct reader *r, unsigned *ret)
+static int hex4(struct k8s_jpull *r, unsigned *ret)
 {
     unsigned v = 0;
     if (r->end - r->p < 4)
@@ -95,7 +95,7 @@ static int hex4(struct reader *r, unsigned *ret)
     return 0;
 }
 
-static int put_utf8(struct reader *r, unsigned cp)
+static int put_utf8(struct k8s_jpull *r, unsigned cp)
 {
     unsigned char b[4];
     int n;
@@ -114,7 +114,7 @@ static int put_utf8(struct reader *r, unsigned cp)
 }
 
 /* \uXXXX (after the 'u'), with surrogate pairs; NUL is refused like jansson. */
-static int unicode_escape(struct reader *r, bool keep)
+static int unicode_escape(struct k8s_jpull *r, bool keep)
 {
     unsigned cp, lo;
     if (hex4(r, &cp) < 0)
@@ -134,7 +134,7 @@ static int unicode_escape(struct reader *r, bool keep)
     return keep && put_utf8(r, cp) < 0 ? fail(r, "out of memory") : 0;
 }
 
-static int escape(struct reader *r, bool keep)
+static int escape(struct k8s_jpull *r, bool keep)
 {
     static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
     r->p++; /* the backslash */
@@ -195,7 +195,7 @@ static const unsigned char *plain_run(const unsigned char *p, const unsigned cha
 /* A string literal at r->p (the opening quote). When keep, its decoded
  * text is r->s/r->n (not NUL-terminated): a view of the input when the
  * literal has no escapes, else r->text, valid until the next literal. */
-static int string_lit(struct reader *r, bool keep)
+static int string_lit(struct k8s_jpull *r, bool keep)
 {
     const unsigned char *begin = ++r->p;
     bool copy = false; /* decoding into r->text since the first escape */
@@ -236,12 +236,12 @@ static int string_lit(struct reader *r, bool keep)
     }
 }
 
-static bool digit(const struct reader *r)
+static bool digit(const struct k8s_jpull *r)
 {
     return r->p < r->end && *r->p >= '0' && *r->p <= '9';
 }
 
-static int number(struct reader *r, bool keep, json_t **out)
+static int number(struct k8s_jpull *r, bool keep, json_t **out)
 {
     const unsigned char *s = r->p;
     bool real = false;
@@ -288,7 +288,7 @@ static int number(struct reader *r, bool keep, json_t **out)
     return *out ? 0 : fail(r, "out of memory");
 }
 
-static int literal(struct reader *r, bool keep, json_t **out)
+static int literal(struct k8s_jpull *r, bool keep, json_t **out)
 {
     static const struct {
         const char *word;
@@ -308,7 +308,7 @@ static int literal(struct reader *r, bool keep, json_t **out)
     return fail(r, "invalid token");
 }
 
-static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out);
+static int value(struct k8s_jpull *r, const struct k8s_json_filter *f, bool keep, json_t **out);
 
 /* The filter entry for key (NULL: skip the member). */
 static const struct k8s_json_filter *match(const struct k8s_json_filter *f, const char *key,
@@ -321,33 +321,32 @@ static const struct k8s_json_filter *match(const struct k8s_json_filter *f, cons
     return NULL;
 }
 
-/* A member whose filter entry asks for its text: validated, skipped, and
- * its span recorded (the last occurrence counts, as for kept members). */
-static int span_value(struct reader *r, const struct k8s_json_filter *e)
+/* A member whose filter entry has a reader of its own: it walks the value
+ * with the k8s_jpull calls, which validate as they go. */
+static int pull_value(struct k8s_jpull *r, const struct k8s_json_filter *e)
 {
     skip_ws(r);
-    const unsigned char *from = r->p;
-    json_t *none = NULL;
-    if (value(r, NULL, false, &none) < 0)
-        return -1;
-    if ((size_t)e->span <= r->nspans)
-        r->spans[e->span - 1] = (struct k8s_json_span){(const char *)from, (size_t)(r->p - from)};
+    int depth = r->depth;
+    if (e->pull(r, r->pull_arg) < 0)
+        return r->err ? -1 : fail(r, "out of memory");
+    if (r->depth != depth) /* the reader left a container open */
+        return fail(r, "value not read to its end");
     return 0;
 }
 
-/* A new object begins under f: the spans its entries name start absent
- * (an earlier duplicate of a parent member must not leave its span). */
-static void spans_reset(struct reader *r, const struct k8s_json_filter *f)
+/* A new object begins under f: its pull readers forget what an earlier
+ * duplicate of a parent member gave them (the last occurrence counts). */
+static void pulls_reset(struct k8s_jpull *r, const struct k8s_json_filter *f)
 {
     for (; f && f->key; f++) {
-        if (f->span > 0 && (size_t)f->span <= r->nspans)
-            r->spans[f->span - 1] = (struct k8s_json_span){NULL, 0};
-        spans_reset(r, f->keep);
+        if (f->pull)
+            (void)f->pull(NULL, r->pull_arg);
+        pulls_reset(r, f->keep);
     }
 }
 
 /* One "key": value member of an object being built (obj NULL: skipping). */
-static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj)
+static int member(struct k8s_jpull *r, const struct k8s_json_filter *f, json_t *obj)
 {
     const struct k8s_json_filter *e = NULL;
     bool keep = obj != NULL;
@@ -362,12 +361,12 @@ static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj
     if (keep && key == r->text.data && !(key = owned = strndup(key, klen)))
         return fail(r, "out of memory");
     if (keep && f)
-        keep = (e = match(f, key, klen)) != NULL && e->span <= 0;
+        keep = (e = match(f, key, klen)) != NULL && !e->pull;
     skip_ws(r);
     json_t *v = NULL;
     int rc = r->p < r->end && *r->p == ':' ? 0 : fail(r, "':' expected");
-    if (rc == 0 && e && e->span > 0)
-        r->p++, rc = span_value(r, e);
+    if (rc == 0 && e && e->pull)
+        r->p++, rc = pull_value(r, e);
     else if (rc == 0)
         r->p++, rc = value(r, e ? e->keep : NULL, keep, &v);
     if (rc == 0 && v && json_object_setn_new_nocheck(obj, key, klen, v) < 0)
@@ -376,7 +375,7 @@ static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj
     return rc;
 }
 
-static int container(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out,
+static int container(struct k8s_jpull *r, const struct k8s_json_filter *f, bool keep, json_t **out,
                      bool is_object)
 {
     unsigned char close = is_object ? '}' : ']';
@@ -385,8 +384,8 @@ static int container(struct reader *r, const struct k8s_json_filter *f, bool kee
         return fail(r, "maximum parsing depth reached");
     if (keep && !(c = is_object ? json_object() : json_array()))
         return fail(r, "out of memory");
-    if (keep && is_object && r->spans)
-        spans_reset(r, f);
+    if (keep && is_object && r->pulls)
+        pulls_reset(r, f);
     r->p++;
     skip_ws(r);
     bool first = true;
@@ -421,7 +420,7 @@ static int container(struct reader *r, const struct k8s_json_filter *f, bool kee
     return 0;
 }
 
-static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out)
+static int value(struct k8s_jpull *r, const struct k8s_json_filter *f, bool keep, json_t **out)
 {
     skip_ws(r);
     if (r->p >= r->end)
@@ -448,7 +447,7 @@ static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, j
     }
 }
 
-static int report(struct reader *r, struct k8s_error *reterr)
+static int report(struct k8s_jpull *r, struct k8s_error *reterr)
 {
     int line = 1, col = 1;
     for (const unsigned char *q = r->start; q < r->err_at; q++, col++)
@@ -459,19 +458,30 @@ static int report(struct reader *r, struct k8s_error *reterr)
                          line, col);
 }
 
-int k8s_json_load_spans(const char *buf, size_t len, const struct k8s_json_filter *filter,
-                        struct k8s_json_span *spans, size_t nspans, json_t **ret,
-                        struct k8s_error *reterr)
+static bool has_pulls(const struct k8s_json_filter *f)
 {
-    struct reader r = {.start = (const unsigned char *)buf,
-                       .p = (const unsigned char *)buf,
-                       .end = (const unsigned char *)buf + len,
-                       .spans = nspans ? spans : NULL,
-                       .nspans = nspans};
+    for (; f && f->key; f++)
+        if (f->pull || has_pulls(f->keep))
+            return true;
+    return false;
+}
+
+static void reader_init(struct k8s_jpull *r, const char *buf, size_t len)
+{
+    *r = (struct k8s_jpull){.start = (const unsigned char *)buf,
+                            .p = (const unsigned char *)buf,
+                            .end = (const unsigned char *)buf + len};
+    k8s_buf_init(&r->text, len + 1);
+}
+
+int k8s_json_load_pull(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                       void *pull_arg, json_t **ret, struct k8s_error *reterr)
+{
+    struct k8s_jpull r;
+    reader_init(&r, buf, len);
+    r.pull_arg = pull_arg;
+    r.pulls = has_pulls(filter);
     json_t *doc = NULL;
-    for (size_t i = 0; i < nspans; i++)
-        spans[i] = (struct k8s_json_span){NULL, 0};
-    k8s_buf_init(&r.text, len + 1);
     skip_ws(&r);
     int rc = r.p < r.end && (*r.p == '{' || *r.p == '[') ? value(&r, filter, true, &doc)
                                                          : fail(&r, "'[' or '{' expected");
@@ -490,5 +500,116 @@ int k8s_json_load_spans(const char *buf, size_t len, const struct k8s_json_filte
 int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
                            json_t **ret, struct k8s_error *reterr)
 {
-    return k8s_json_load_spans(buf, len, filter, NULL, 0, ret, reterr);
+    return k8s_json_load_pull(buf, len, filter, NULL, ret, reterr);
+}
+
+/* ---------- readers of their own ---------- */
+
+int k8s_json_pull_text(const char *buf, size_t len, k8s_json_pull_fn *fn, void *arg,
+                       struct k8s_error *reterr)
+{
+    struct k8s_jpull r;
+    reader_init(&r, buf, len);
+    skip_ws(&r);
+    int rc = fn(&r, arg) < 0 ? (r.err ? -1 : fail(&r, "out of memory")) : 0;
+    skip_ws(&r);
+    if (rc == 0 && r.depth)
+        rc = fail(&r, "value not read to its end");
+    if (rc == 0 && r.p != r.end)
+        rc = fail(&r, "end of input expected");
+    k8s_buf_done(&r.text);
+    return rc < 0 ? report(&r, reterr) : 0;
+}
+
+enum k8s_jtype k8s_jpull_peek(struct k8s_jpull *r)
+{
+    skip_ws(r);
+    switch (r->p < r->end ? *r->p : 0) {
+    case '{':
+        return K8S_J_OBJECT;
+    case '[':
+        return K8S_J_ARRAY;
+    case '"':
+        return K8S_J_STRING;
+    case 'n':
+        return K8S_J_NULL;
+    default:
+        return K8S_J_OTHER;
+    }
+}
+
+size_t k8s_jpull_left(const struct k8s_jpull *r)
+{
+    return (size_t)(r->end - r->p);
+}
+
+int k8s_jpull_fail(struct k8s_jpull *r, const char *what)
+{
+    return fail(r, what);
+}
+
+int k8s_jpull_skip(struct k8s_jpull *r)
+{
+    json_t *none = NULL;
+    return value(r, NULL, false, &none);
+}
+
+int k8s_jpull_string(struct k8s_jpull *r, const char **s, size_t *n)
+{
+    if (k8s_jpull_peek(r) != K8S_J_STRING)
+        return fail(r, "string expected");
+    if (string_lit(r, true) < 0)
+        return -1;
+    *s = r->s;
+    *n = r->n;
+    return 0;
+}
+
+/* Open the container at the cursor, or step past the ',' after an item:
+ * 1 at the next item, 0 after the closing byte. */
+static int step(struct k8s_jpull *r, int *state, unsigned char open, unsigned char close)
+{
+    skip_ws(r);
+    if (*state == 0) {
+        if (r->p >= r->end || *r->p != open)
+            return fail(r, open == '{' ? "'{' expected" : "'[' expected");
+        if (++r->depth > K8S_JSONLOAD_MAX_DEPTH)
+            return fail(r, "maximum parsing depth reached");
+        r->p++;
+        skip_ws(r);
+        *state = 1;
+        if (r->p < r->end && *r->p == close)
+            return r->p++, r->depth--, 0;
+        return 1;
+    }
+    if (r->p < r->end && *r->p == close)
+        return r->p++, r->depth--, 0;
+    if (r->p >= r->end || *r->p != ',')
+        return fail(r, close == '}' ? "',' or '}' expected" : "',' or ']' expected");
+    r->p++;
+    skip_ws(r);
+    return 1;
+}
+
+int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *klen)
+{
+    int s = step(r, state, '{', '}');
+    if (s <= 0)
+        return s;
+    if (r->p >= r->end || *r->p != '"')
+        return fail(r, "string or '}' expected");
+    if (string_lit(r, true) < 0)
+        return -1;
+    *key = r->s;
+    *klen = r->n;
+    skip_ws(r);
+    if (r->p >= r->end || *r->p != ':')
+        return fail(r, "':' expected");
+    r->p++;
+    return 1;
+}
+
+int k8s_jpull_element(struct k8s_jpull *r, int *state)
+{
+    return step(r, state, '[', ']');
 }

@@ -596,9 +596,9 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
     return r;
 }
 
-int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
-                      const char *cpath, bool merge, struct k8s_jsonpatch_text *patch,
-                      json_t *warnings, int *ret_added)
+int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c, const char *cpath,
+                      bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
+                      int *ret_added)
 {
     const char *cname = c->name;
     *ret_added = 0;

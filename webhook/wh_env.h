@@ -94,9 +94,9 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
                  bool merge, json_t *patch, json_t *warnings, int *ret_added) K8S_MUST_CHECK;
 /* The same operations written as text (the admission path): appended to
  * patch, whose text is unusable after a failure. */
-int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
-                      const char *cpath, bool merge, struct k8s_jsonpatch_text *patch,
-                      json_t *warnings, int *ret_added) K8S_MUST_CHECK;
+int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c, const char *cpath,
+                      bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
+                      int *ret_added) K8S_MUST_CHECK;
 
 /* true when value references $(name) (honouring the $$ escape). */
 bool wh_env_references(const char *value, const char *name);

@@ -101,8 +101,7 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-static void add_targets(struct ctx *x, enum wh_podspec_list l, bool sidecars_only,
-                        const char *only)
+static void add_targets(struct ctx *x, enum wh_podspec_list l, bool sidecars_only, const char *only)
 {
     const char *field = wh_podspec_list_name(l);
     for (size_t i = 0; i < x->ps->list[l].n; i++) {

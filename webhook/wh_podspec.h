@@ -5,10 +5,10 @@
  * volumes' names. Nothing else of the spec is kept.
  *
  * Two readers fill the same struct, so the mutation has one input:
- *   - wh_podspec_read: from the spec's JSON text, which must already be
- *     valid JSON (wh_review validates the whole body and hands over the
- *     spec's span). One pass, no DOM, no hash table: members the
- *     mutation does not read are skipped by finding their end.
+ *   - wh_podspec_pull: a k8s_jsonload pull reader, so the spec is read
+ *     while the review is validated, in the same pass (wh_review names it
+ *     in its filter); no DOM, no hash table. wh_podspec_read does the
+ *     same for a spec's text alone.
  *   - wh_podspec_from_json: from a jansson tree (the offline `inject`
  *     command, tests).
  * Both follow jansson's reading of a document: of duplicate keys the last
@@ -19,7 +19,7 @@
  * from wh_podspec_read, the decoded strings; from wh_podspec_from_json
  * the strings are borrowed from the tree. wh_podspec_done frees (safe on
  * a zeroed struct). Failure: -K8S_ENOMEM, or -K8S_EPARSE when the text is
- * not JSON after all; the struct is left empty.
+ * not JSON; the struct is left empty (wh_podspec_pull: to be freed).
  */
 #ifndef WH_PODSPEC_H
 #define WH_PODSPEC_H
@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "k8s_err.h"
+#include "k8s_jsonload.h"
 
 /* How a member holds its list (or, for the spec, its object). */
 enum wh_shape {
@@ -82,8 +83,10 @@ struct wh_podspec {
 /* The member name of a container list ("containers", "initContainers"). */
 const char *wh_podspec_list_name(enum wh_podspec_list l);
 
-/* Read spec text (valid JSON, not NUL-terminated; NULL: the spec is
- * absent). */
+/* The pull reader (k8s_json_pull_fn) for a spec member; arg is the
+ * struct wh_podspec, zeroed before the load. */
+int wh_podspec_pull(struct k8s_jpull *p, void *arg);
+/* Read spec text (not NUL-terminated; NULL: the spec is absent). */
 int wh_podspec_read(const char *text, size_t len, struct wh_podspec *ret) K8S_MUST_CHECK;
 /* Read a spec tree (NULL: absent). */
 int wh_podspec_from_json(const json_t *spec, struct wh_podspec *ret) K8S_MUST_CHECK;

@@ -12,14 +12,17 @@
 
 /* The members of a review that the webhook reads (wh_mutate reads nothing
  * else of the pod); everything else is validated and skipped. The spec is
- * validated here and read by wh_podspec from its span. */
-enum { SPAN_SPEC = 1, NSPANS };
+ * read by wh_podspec in the same pass. */
+
 static const struct k8s_json_filter f_meta[] = {
     {"name", NULL},   {"generateName", NULL},      {"namespace", NULL},
     {"labels", NULL}, {"annotations", NULL},       {"ownerReferences", NULL},
     {"uid", NULL},    {"creationTimestamp", NULL}, {NULL}};
-static const struct k8s_json_filter f_object[] = {
-    {"apiVersion", NULL}, {"kind", NULL}, {"metadata", f_meta}, {"spec", NULL, SPAN_SPEC}, {NULL}};
+static const struct k8s_json_filter f_object[] = {{"apiVersion", NULL},
+                                                  {"kind", NULL},
+                                                  {"metadata", f_meta},
+                                                  {"spec", NULL, wh_podspec_pull},
+                                                  {NULL}};
 static const struct k8s_json_filter f_request[] = {
     {"uid", NULL},        {"kind", NULL}, {"resource", NULL},  {"subResource", NULL},
     {"namespace", NULL},  {"name", NULL}, {"operation", NULL}, {"dryRun", NULL},
@@ -85,15 +88,17 @@ static void describe(struct wh_review *rv, const json_t *req)
 int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct k8s_error *reterr)
 {
     json_t *root = NULL;
-    struct k8s_json_span spans[NSPANS - 1];
-    int r = k8s_json_load_spans(body, len, wh_review_filter, spans, NSPANS - 1, &root, reterr);
+    struct wh_podspec spec = {0};
+    int r = k8s_json_load_pull(body, len, wh_review_filter, &spec, &root, reterr);
     if (r < 0) {
+        wh_podspec_done(&spec);
         k8s_error_prefix(reterr, "request body is not valid JSON");
         return r;
     }
-    struct wh_review rv = {.root = root};
+    struct wh_review rv = {.root = root, .spec = spec};
     r = check_envelope(root, &rv.version, reterr);
     if (r < 0) {
+        wh_podspec_done(&rv.spec);
         json_decref(root);
         return r;
     }
@@ -108,11 +113,6 @@ int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct
     rv.pod_create = is_pod_create(req);
     rv.dry_run = json_is_true(json_object_get(req, "dryRun"));
     describe(&rv, req);
-    struct k8s_json_span *spec = &spans[SPAN_SPEC - 1];
-    if (rv.pod_create && (r = wh_podspec_read(spec->p, spec->n, &rv.spec)) < 0) {
-        json_decref(root);
-        return k8s_error_set(reterr, r, "reading the pod spec: %s", k8s_strerror(r));
-    }
     *ret = rv;
     return 0;
 }

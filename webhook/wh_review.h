@@ -25,11 +25,11 @@ struct wh_review {
     json_t *root;
     enum wh_review_version version;
     const char *uid;
-    const char *ns;        /* request.namespace, else object.metadata.namespace, else "" */
-    const char *operation; /* "" when absent */
-    const json_t *object;  /* request.object (NULL when absent), without its spec */
-    struct wh_podspec spec; /* of request.object, read when pod_create */
-    bool pod_create;       /* a CREATE of a core/v1 Pod (not a subresource) */
+    const char *ns;         /* request.namespace, else object.metadata.namespace, else "" */
+    const char *operation;  /* "" when absent */
+    const json_t *object;   /* request.object (NULL when absent), without its spec */
+    struct wh_podspec spec; /* request.object.spec, read in the same pass */
+    bool pod_create;        /* a CREATE of a core/v1 Pod (not a subresource) */
     bool dry_run;
     char what[300]; /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
 };

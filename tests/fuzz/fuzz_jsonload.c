@@ -43,7 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool range_only = r != 0 && (strstr(err.message, "too big integer") ||
                                  strstr(err.message, "real number overflow"));
     struct k8s_error ferr;
-    int f = k8s_json_load_filtered((const char *)data, size, wh_review_filter, &filtered, &ferr);
+    struct wh_podspec spec = {0};
+    int f = k8s_json_load_pull((const char *)data, size, wh_review_filter, &spec, &filtered, &ferr);
+    wh_podspec_done(&spec);
     if (f == 0 && r != 0 && !range_only) /* skipped members: only ranges go unchecked */
         abort();
     json_decref(want);

@@ -40,8 +40,8 @@ static void expect_same_container(const struct wh_container *a, const struct wh_
     cr_assert_eq(a->n_mounts, b->n_mounts, "%s: mounts", what);
     for (size_t i = 0; i < a->n_mounts; i++) {
         cr_expect(same_str(a->mounts[i].name, b->mounts[i].name), "%s: mount %zu", what, i);
-        cr_expect(same_str(a->mounts[i].mount_path, b->mounts[i].mount_path), "%s: path %zu",
-                  what, i);
+        cr_expect(same_str(a->mounts[i].mount_path, b->mounts[i].mount_path), "%s: path %zu", what,
+                  i);
     }
 }
 
@@ -90,8 +90,8 @@ Test(wh_podspec, every_golden_review_reads_as_its_tree)
         size_t len;
         char *body = ts_read_fixture(path, &len);
         json_t *doc = json_loadb(body, len, 0, NULL);
-        json_t *spec = json_object_get(json_object_get(json_object_get(doc, "request"), "object"),
-                                       "spec");
+        json_t *spec =
+            json_object_get(json_object_get(json_object_get(doc, "request"), "object"), "spec");
         char *text = spec ? json_dumps(spec, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
         if (text)
             check_text(text, e->d_name), n++;
@@ -163,8 +163,7 @@ Test(wh_podspec, text_that_ends_early_is_refused)
                                         "{\"containers\""};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct wh_podspec s;
-        cr_expect_eq(wh_podspec_read(cases[i], strlen(cases[i]), &s), -K8S_EPARSE, "%s",
-                     cases[i]);
+        cr_expect_eq(wh_podspec_read(cases[i], strlen(cases[i]), &s), -K8S_EPARSE, "%s", cases[i]);
         cr_expect_null(s.pool, "%s: left empty", cases[i]);
     }
 }

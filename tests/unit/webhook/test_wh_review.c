@@ -166,14 +166,18 @@ Test(wh_review, the_last_spec_counts_and_an_object_without_one_has_none)
                       "\"operation\":\"CREATE\",";
     char body[512];
     struct wh_review rv;
-    snprintf(body, sizeof(body), "%s\"object\":{\"spec\":{\"containers\":[{\"name\":\"a\"}]},"
-             "\"spec\":{\"containers\":[{\"name\":\"b\"}]}}}}", env);
+    snprintf(body, sizeof(body),
+             "%s\"object\":{\"spec\":{\"containers\":[{\"name\":\"a\"}]},"
+             "\"spec\":{\"containers\":[{\"name\":\"b\"}]}}}}",
+             env);
     cr_assert_eq(decode_str(body, &rv, NULL), 0);
     cr_assert_eq(rv.spec.list[WH_CONTAINERS].n, 1);
     cr_expect_str_eq(rv.spec.list[WH_CONTAINERS].c[0].name, "b");
     wh_review_done(&rv);
-    snprintf(body, sizeof(body), "%s\"object\":{\"spec\":{\"containers\":[]}},"
-             "\"object\":{\"metadata\":{}}}}", env);
+    snprintf(body, sizeof(body),
+             "%s\"object\":{\"spec\":{\"containers\":[]}},"
+             "\"object\":{\"metadata\":{}}}}",
+             env);
     cr_assert_eq(decode_str(body, &rv, NULL), 0);
     cr_expect_eq(rv.spec.shape, WH_SHAPE_ABSENT, "the first object's spec is not the pod's");
     wh_review_done(&rv);
