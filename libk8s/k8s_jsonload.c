@@ -48,8 +48,10 @@ static int fail(struct k8s_jpull *r, const char *what)
     return -1;
 }
 
-static void skip_ws(struct k8s_jpull *r)
+static inline void skip_ws(struct k8s_jpull *r)
 {
+    if (r->p<r->end && * r->p> ' ') /* compact JSON: the common case */
+        return;
     while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
         r->p++;
 }
@@ -136,17 +138,17 @@ static int unicode_escape(struct k8s_jpull *r, bool keep)
 
 static int escape(struct k8s_jpull *r, bool keep)
 {
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    static const char to[256] = {['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
+                                 ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t'};
     r->p++; /* the backslash */
     if (r->p >= r->end)
         return fail(r, "unterminated string");
     unsigned char c = *r->p++;
     if (c == 'u')
         return unicode_escape(r, keep);
-    const char *at = c ? strchr(from, c) : NULL;
-    if (!at)
+    if (!to[c])
         return fail(r, "invalid escape");
-    return keep && k8s_buf_append(&r->text, &to[at - from], 1) < 0 ? fail(r, "out of memory") : 0;
+    return keep && k8s_buf_append(&r->text, &to[c], 1) < 0 ? fail(r, "out of memory") : 0;
 }
 
 /* Word-at-a-time test: the high bit of each byte of x that needs a closer
@@ -164,7 +166,7 @@ static uint64_t word_special(uint64_t x)
 /* Skip bytes that need no attention inside a string literal: 16 at a time
  * with SSE2 (one signed compare finds both control and non-ASCII bytes),
  * then 8 at a time, then one by one near the end of the input. */
-static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
+static inline const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
 {
 #ifdef __SSE2__
     const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
@@ -192,10 +194,26 @@ static const unsigned char *plain_run(const unsigned char *p, const unsigned cha
     return p;
 }
 
+static __attribute__((noinline)) int escaped_lit(struct k8s_jpull *r, bool keep);
+
 /* A string literal at r->p (the opening quote). When keep, its decoded
  * text is r->s/r->n (not NUL-terminated): a view of the input when the
  * literal has no escapes, else r->text, valid until the next literal. */
-static int string_lit(struct k8s_jpull *r, bool keep)
+static inline int string_lit(struct k8s_jpull *r, bool keep)
+{
+    /* most literals hold plain bytes alone: a view of the input at once */
+    const unsigned char *begin = r->p + 1, *q = plain_run(begin, r->end);
+    if (q < r->end && *q == '"') {
+        r->s = (const char *)begin;
+        r->n = (size_t)(q - begin);
+        r->p = q + 1;
+        return 0;
+    }
+    return escaped_lit(r, keep);
+}
+
+/* The general case: escapes, non-ASCII bytes, errors. */
+static int escaped_lit(struct k8s_jpull *r, bool keep)
 {
     const unsigned char *begin = ++r->p;
     bool copy = false; /* decoding into r->text since the first escape */
@@ -556,13 +574,16 @@ int k8s_jpull_skip(struct k8s_jpull *r)
 
 int k8s_jpull_string(struct k8s_jpull *r, const char **s, size_t *n)
 {
-    if (k8s_jpull_peek(r) != K8S_J_STRING)
-        return fail(r, "string expected");
+    skip_ws(r);
+    if (r->p >= r->end || *r->p != '"') {
+        json_t *none = NULL;
+        return value(r, NULL, false, &none) < 0 ? -1 : 0;
+    }
     if (string_lit(r, true) < 0)
         return -1;
     *s = r->s;
     *n = r->n;
-    return 0;
+    return 1;
 }
 
 /* Open the container at the cursor, or step past the ',' after an item:
@@ -593,6 +614,15 @@ static int step(struct k8s_jpull *r, int *state, unsigned char open, unsigned ch
 
 int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *klen)
 {
+    /* compact JSON, the common case: ,"key": with a plain key */
+    const unsigned char *q;
+    if (*state && r->end - r->p > 2 && r->p[0] == ',' && r->p[1] == '"' &&
+        (q = plain_run(r->p + 2, r->end)) < r->end - 1 && q[0] == '"' && q[1] == ':') {
+        *key = (const char *)r->p + 2;
+        *klen = (size_t)(q - r->p - 2);
+        r->p = q + 2;
+        return 1;
+    }
     int s = step(r, state, '{', '}');
     if (s <= 0)
         return s;

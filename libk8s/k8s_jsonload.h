@@ -76,7 +76,8 @@ enum k8s_jtype { K8S_J_OBJECT, K8S_J_ARRAY, K8S_J_STRING, K8S_J_NULL, K8S_J_OTHE
 enum k8s_jtype k8s_jpull_peek(struct k8s_jpull *p);
 /* Skip the value at the cursor. */
 int k8s_jpull_skip(struct k8s_jpull *p) K8S_MUST_CHECK;
-/* The string at the cursor (-1 when it is none). */
+/* The string at the cursor: 1 with it; 0 when the value is of another
+ * type (then skipped). */
 int k8s_jpull_string(struct k8s_jpull *p, const char **s, size_t *n) K8S_MUST_CHECK;
 /* Walk the object at the cursor: *state = 0 first; 1 with the next key,
  * the cursor at its value (read it before the next call); 0 after '}'. */

@@ -299,7 +299,8 @@ static void parse_refs(struct plan *p, size_t j)
 {
     const char *v = p->set->v[j].value;
     p->n_refs[j] = 0;
-    for (const char *q = v; q && *q && p->n_refs[j] < WH_REFS_MAX; q++) {
+    for (const char *q = v ? strchr(v, '$') : NULL; q && p->n_refs[j] < WH_REFS_MAX;
+         q = strchr(q + 1, '$')) {
         if (q[0] == '$' && q[1] == '$') {
             q++;
             continue;

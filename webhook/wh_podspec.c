@@ -71,10 +71,9 @@ static int string(struct rd *r, const char **out, size_t *len)
     *out = NULL;
     if (len)
         *len = 0;
-    if (k8s_jpull_peek(r->p) != K8S_J_STRING)
-        return k8s_jpull_skip(r->p);
-    if (k8s_jpull_string(r->p, &s, &n) < 0)
-        return -1;
+    int is_string = k8s_jpull_string(r->p, &s, &n);
+    if (is_string <= 0)
+        return is_string;
     char *o = r->pool + r->used;
     memcpy(o, s, n);
     o[n] = '\0';

@@ -31,6 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct wh_config cfg;
 static struct wh_admit_ctx ctx;
+static void view_filter_init(void);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
