@@ -9,12 +9,13 @@
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_jsonskip.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "plain_run() finds the first special byte of a word as its lowest bits"
+#error "k8s_json_plain_run() finds the first special byte of a word as its lowest bits"
 #endif
 
 /* Byte classes inside a string literal. */
@@ -151,49 +152,6 @@ static int escape(struct k8s_jpull *r, bool keep)
     return keep && k8s_buf_append(&r->text, &to[c], 1) < 0 ? fail(r, "out of memory") : 0;
 }
 
-/* Word-at-a-time test: the high bit of each byte of x that needs a closer
- * look (a quote, a backslash, a control character or a non-ASCII byte).
- * Bits above the lowest may be false positives; the lowest is exact. */
-static uint64_t word_special(uint64_t x)
-{
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
-    uint64_t zero_q = (quote - ones) & ~quote, zero_b = (bslash - ones) & ~bslash;
-    uint64_t ctrl = (x - ones * 0x20) & ~x; /* bytes < 0x20 */
-    return (zero_q | zero_b | ctrl | x) & highs;
-}
-
-/* Skip bytes that need no attention inside a string literal: 16 at a time
- * with SSE2 (one signed compare finds both control and non-ASCII bytes),
- * then 8 at a time, then one by one near the end of the input. */
-static inline const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
-{
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                  space = _mm_set1_epi8(0x20);
-    while (end - p >= 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)p);
-        __m128i special =
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                         _mm_cmplt_epi8(x, space));
-        unsigned mask = (unsigned)_mm_movemask_epi8(special);
-        if (mask)
-            return p + __builtin_ctz(mask);
-        p += 16;
-    }
-#endif
-    uint64_t w, m;
-    while (end - p >= 8) {
-        memcpy(&w, p, 8);
-        if ((m = word_special(w)))
-            return p + (__builtin_ctzll(m) >> 3); /* little-endian: lowest = first */
-        p += 8;
-    }
-    while (p < end && str_class[*p] == C_PLAIN)
-        p++;
-    return p;
-}
-
 static __attribute__((noinline)) int escaped_lit(struct k8s_jpull *r, bool keep);
 
 /* A string literal at r->p (the opening quote). When keep, its decoded
@@ -202,7 +160,7 @@ static __attribute__((noinline)) int escaped_lit(struct k8s_jpull *r, bool keep)
 static inline int string_lit(struct k8s_jpull *r, bool keep)
 {
     /* most literals hold plain bytes alone: a view of the input at once */
-    const unsigned char *begin = r->p + 1, *q = plain_run(begin, r->end);
+    const unsigned char *begin = r->p + 1, *q = k8s_json_plain_run(begin, r->end);
     if (q < r->end && *q == '"') {
         r->s = (const char *)begin;
         r->n = (size_t)(q - begin);
@@ -219,7 +177,7 @@ static int escaped_lit(struct k8s_jpull *r, bool keep)
     bool copy = false; /* decoding into r->text since the first escape */
     for (;;) {
         const unsigned char *run = r->p;
-        r->p = plain_run(r->p, r->end);
+        r->p = k8s_json_plain_run(r->p, r->end);
         if (copy && r->p > run && k8s_buf_append(&r->text, run, (size_t)(r->p - run)) < 0)
             return fail(r, "out of memory");
         if (r->p >= r->end)
@@ -443,6 +401,9 @@ static int value(struct k8s_jpull *r, const struct k8s_json_filter *f, bool keep
     skip_ws(r);
     if (r->p >= r->end)
         return fail(r, "unexpected end of input");
+    const unsigned char *end; /* a skipped value written compactly: the fast lane */
+    if (!keep && (end = k8s_json_skip_compact(r->p, r->end, r->depth, K8S_JSONLOAD_MAX_DEPTH)))
+        return r->p = end, 0;
     switch (*r->p) {
     case '{':
         return container(r, f, keep, out, true);
@@ -614,10 +575,13 @@ static int step(struct k8s_jpull *r, int *state, unsigned char open, unsigned ch
 
 int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *klen)
 {
-    /* compact JSON, the common case: ,"key": with a plain key */
+    /* compact JSON, the common case: ,"key": or {"key": with a plain key */
     const unsigned char *q;
-    if (*state && r->end - r->p > 2 && r->p[0] == ',' && r->p[1] == '"' &&
-        (q = plain_run(r->p + 2, r->end)) < r->end - 1 && q[0] == '"' && q[1] == ':') {
+    if (r->end - r->p > 2 && r->p[0] == (*state ? ',' : '{') && r->p[1] == '"' &&
+        (*state || r->depth < K8S_JSONLOAD_MAX_DEPTH) &&
+        (q = k8s_json_plain_run(r->p + 2, r->end)) < r->end - 1 && q[0] == '"' && q[1] == ':') {
+        r->depth += !*state;
+        *state = 1;
         *key = (const char *)r->p + 2;
         *klen = (size_t)(q - r->p - 2);
         r->p = q + 2;
