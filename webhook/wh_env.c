@@ -610,9 +610,10 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
         return 0;
     }
     struct plan p = {.set = set, .n_user = c->n_env};
-    p.user = calloc(p.n_user + 1, sizeof(*p.user));
+    p.user = malloc((p.n_user + 1) * sizeof(*p.user)); /* read_env sets every entry */
     if (!p.user)
         return -K8S_ENOMEM;
+    p.user[p.n_user] = (struct entry){0};
     size_t attrs_idx = read_env(&p, c->env);
     const char *cause[2] = {NULL, NULL};
     precedence(&p, attrs_idx != SIZE_MAX ? &p.user[attrs_idx] : NULL, cause);
