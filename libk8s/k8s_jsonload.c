@@ -310,8 +310,8 @@ static int pull_value(struct k8s_jpull *r, const struct k8s_json_filter *e)
     return 0;
 }
 
-/* A new object begins under f: its pull readers forget what an earlier
- * duplicate of a parent member gave them (the last occurrence counts). */
+/* A member kept with filter f begins: the pull readers under f forget what
+ * an earlier duplicate of it gave them (the last occurrence counts). */
 static void pulls_reset(struct k8s_jpull *r, const struct k8s_json_filter *f)
 {
     for (; f && f->key; f++) {
@@ -341,6 +341,8 @@ static int member(struct k8s_jpull *r, const struct k8s_json_filter *f, json_t *
     skip_ws(r);
     json_t *v = NULL;
     int rc = r->p < r->end && *r->p == ':' ? 0 : fail(r, "':' expected");
+    if (rc == 0 && e && e->keep && r->pulls) /* a new value: its subtree's readers forget */
+        pulls_reset(r, e->keep);
     if (rc == 0 && e && e->pull)
         r->p++, rc = pull_value(r, e);
     else if (rc == 0)
@@ -360,8 +362,6 @@ static int container(struct k8s_jpull *r, const struct k8s_json_filter *f, bool 
         return fail(r, "maximum parsing depth reached");
     if (keep && !(c = is_object ? json_object() : json_array()))
         return fail(r, "out of memory");
-    if (keep && is_object && r->pulls)
-        pulls_reset(r, f);
     r->p++;
     skip_ws(r);
     bool first = true;

@@ -23,9 +23,10 @@
  * the loader does, so the document is still read once. pull must read the
  * value to its end (the loader checks) and returns 0, or -1 after a
  * k8s_jpull call failed or k8s_jpull_fail. Of duplicate members the last
- * counts, as for kept ones: with each object its entry's parent filter
- * applies to, pull(NULL, pull_arg) is called to forget what an earlier
- * one gave. Name pull members through objects only.
+ * counts, as for kept ones: whenever a member whose entry has a filter
+ * begins, pull(NULL, pull_arg) is called for every pull entry under that
+ * filter to forget what an earlier one gave (the caller zeroes what the
+ * readers fill before the load). Name pull members through objects only.
  *
  * Semantics that differ from jansson only for skipped members: their
  * numbers are checked for syntax, not range.

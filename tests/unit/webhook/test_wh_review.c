@@ -181,6 +181,11 @@ Test(wh_review, the_last_spec_counts_and_an_object_without_one_has_none)
     cr_assert_eq(decode_str(body, &rv, NULL), 0);
     cr_expect_eq(rv.spec.shape, WH_SHAPE_ABSENT, "the first object's spec is not the pod's");
     wh_review_done(&rv);
+    snprintf(body, sizeof(body),
+             "%s\"object\":{\"spec\":{\"containers\":[]}},\"object\":\"none\"}}", env);
+    cr_assert_eq(decode_str(body, &rv, NULL), 0);
+    cr_expect_eq(rv.spec.shape, WH_SHAPE_ABSENT, "an object that is no object has no spec");
+    wh_review_done(&rv);
 }
 
 Test(wh_review, decode_v1beta1)
