@@ -32,39 +32,48 @@ static void job(void *ud, bool leading)
     pthread_mutex_unlock(&r->lock);
 }
 
-static void record_init(struct record *r)
+static struct record r;
+
+static void setup(void)
 {
-    *r = (struct record){.runs = 0};
-    pthread_mutex_init(&r->lock, NULL);
-    k8s_cond_init_mono(&r->cond);
+    r = (struct record){.runs = 0};
+    pthread_mutex_init(&r.lock, NULL);
+    k8s_cond_init_mono(&r.cond);
 }
 
+TestSuite(op_ticker, .init = setup);
+
 /* Wait (at most 10 s, a liveness bound) until the job ran n times. */
-static int wait_runs(struct record *r, int n)
+static int wait_runs(int n)
 {
     int64_t until = k8s_mono_ns() + 10 * K8S_NSEC_PER_SEC;
     struct timespec ts = {until / K8S_NSEC_PER_SEC, until % K8S_NSEC_PER_SEC};
-    pthread_mutex_lock(&r->lock);
-    while (r->runs < n && pthread_cond_timedwait(&r->cond, &r->lock, &ts) == 0)
+    pthread_mutex_lock(&r.lock);
+    while (r.runs < n && pthread_cond_timedwait(&r.cond, &r.lock, &ts) == 0)
         ;
-    int runs = r->runs;
-    pthread_mutex_unlock(&r->lock);
+    int runs = r.runs;
+    pthread_mutex_unlock(&r.lock);
     return runs;
 }
 
 #define HOUR (3600 * K8S_NSEC_PER_SEC)
 
+/* The job on a ticker of this period. */
+static struct op_ticker *start(int64_t period_ns, bool at_once)
+{
+    struct op_ticker *t = NULL;
+    struct op_ticker_job j = {job, &r, period_ns, at_once};
+    cr_assert_eq(op_ticker_start(&j, &t), 0);
+    return t;
+}
+
 Test(op_ticker, an_at_once_job_runs_at_the_start_and_when_leading_begins)
 {
-    struct record r;
-    record_init(&r);
-    struct op_ticker *t = NULL;
-    struct op_ticker_job j = {job, &r, HOUR, .at_once = true};
-    cr_assert_eq(op_ticker_start(&j, &t), 0);
-    cr_assert_eq(wait_runs(&r, 1), 1);
+    struct op_ticker *t = start(HOUR, true);
+    cr_assert_eq(wait_runs(1), 1);
     cr_expect_eq(r.leading_runs, 0, "not leading yet");
     op_ticker_lead(t, true);
-    cr_assert_eq(wait_runs(&r, 2), 2, "leading began: a run at once, not after the hour");
+    cr_assert_eq(wait_runs(2), 2, "leading began: a run at once, not after the hour");
     op_ticker_lead(t, true); /* still leading: no new run */
     op_ticker_lead(t, false);
     op_ticker_free(t);
@@ -74,11 +83,7 @@ Test(op_ticker, an_at_once_job_runs_at_the_start_and_when_leading_begins)
 
 Test(op_ticker, a_periodic_job_waits_a_period_first_and_leading_does_not_run_it)
 {
-    struct record r;
-    record_init(&r);
-    struct op_ticker *t = NULL;
-    struct op_ticker_job j = {job, &r, HOUR};
-    cr_assert_eq(op_ticker_start(&j, &t), 0);
+    struct op_ticker *t = start(HOUR, false);
     op_ticker_lead(t, true);
     op_ticker_free(t);
     cr_expect_eq(r.runs, 0);
@@ -86,29 +91,21 @@ Test(op_ticker, a_periodic_job_waits_a_period_first_and_leading_does_not_run_it)
 
 Test(op_ticker, a_periodic_job_runs_every_period_told_whether_it_leads)
 {
-    struct record r;
-    record_init(&r);
-    struct op_ticker *t = NULL;
-    struct op_ticker_job j = {job, &r, K8S_NSEC_PER_MSEC};
-    cr_assert_eq(op_ticker_start(&j, &t), 0);
+    struct op_ticker *t = start(K8S_NSEC_PER_MSEC, false);
     op_ticker_lead(t, true);
     pthread_mutex_lock(&r.lock);
     int before = r.runs; /* one more may have read "not leading" */
     pthread_mutex_unlock(&r.lock);
-    cr_assert_geq(wait_runs(&r, before + 2), before + 2);
+    cr_assert_geq(wait_runs(before + 2), before + 2);
     op_ticker_free(t);
     cr_expect_geq(r.leading_runs, 1);
 }
 
 Test(op_ticker, free_waits_for_the_run_in_progress)
 {
-    struct record r;
-    record_init(&r);
     r.hold_ns = 50 * K8S_NSEC_PER_MSEC;
-    struct op_ticker *t = NULL;
-    struct op_ticker_job j = {job, &r, HOUR, .at_once = true};
-    cr_assert_eq(op_ticker_start(&j, &t), 0);
-    cr_assert_eq(wait_runs(&r, 1), 1);
+    struct op_ticker *t = start(HOUR, true);
+    cr_assert_eq(wait_runs(1), 1);
     op_ticker_free(t);
     cr_expect(r.ended);
     op_ticker_free(NULL);
@@ -116,8 +113,6 @@ Test(op_ticker, free_waits_for_the_run_in_progress)
 
 Test(op_ticker, a_period_that_is_not_positive_is_refused)
 {
-    struct record r;
-    record_init(&r);
     struct op_ticker *t = NULL;
     struct op_ticker_job j = {job, &r, 0};
     cr_expect_eq(op_ticker_start(&j, &t), -K8S_EINVAL);
