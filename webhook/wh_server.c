@@ -123,6 +123,24 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, struct wh_server *s, 
     return text(c, s, 200, "ok");
 }
 
+static struct wh_tlsio *tlsio_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return i ? i->socket_context : NULL;
+}
+
+/* The answer to a POST /mutate. libmicrohttpd sends its headers and then,
+ * in the same call, its body (a POST's answer always has one): the
+ * headers' record is held for the body's, one sendmsg() for both. */
+static enum MHD_Result answer(struct MHD_Connection *c, struct wh_server *s, int status, char *body,
+                              size_t len, const char *ctype)
+{
+    if (len > 0)
+        wh_tlsio_hold_next(tlsio_of(c));
+    return queue(c, s, status, body, len, ctype);
+}
+
 /* The transport alone (deps.canned): the same copy and queueing as an
  * admission's answer, without the admission. */
 static enum MHD_Result serve_canned(struct MHD_Connection *c, struct wh_server *s)
@@ -131,7 +149,7 @@ static enum MHD_Result serve_canned(struct MHD_Connection *c, struct wh_server *
     if (!body)
         return MHD_NO;
     memcpy(body, s->deps.canned, s->deps.canned_len);
-    return queue(c, s, 200, body, s->deps.canned_len, "application/json");
+    return answer(c, s, 200, body, s->deps.canned_len, "application/json");
 }
 
 static enum MHD_Result serve_mutate(struct MHD_Connection *c, struct wh_server *s, struct req *rq)
@@ -141,7 +159,7 @@ static enum MHD_Result serve_mutate(struct MHD_Connection *c, struct wh_server *
     struct wh_admit_result res;
     if (wh_admit(&s->admit, k8s_buf_str(&rq->body), rq->body.len, rq->start_ns, &res) < 0)
         return MHD_NO;
-    return queue(c, s, res.status, res.body, res.len, res.content_type);
+    return answer(c, s, res.status, res.body, res.len, res.content_type);
 }
 
 static enum route route_of(const char *url)
@@ -256,6 +274,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct req *rq = *con_cls;
     if (!rq)
         return;
+    /* Nothing is held once an answer is complete (its body's push sent the
+     * headers'); should that ever change, the bytes leave now, not with
+     * the next answer. */
+    if (wh_tlsio_flush(tlsio_of(c)) < 0)
+        k8s_logf(K8S_LOG_WARN, "an answer's headers could not be sent at its completion");
     k8s_buf_done(&rq->body);
     free(rq);
     *con_cls = NULL;

@@ -8,6 +8,7 @@ import re
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -192,6 +193,46 @@ class PromptAnswerTest(unittest.TestCase):
             elapsed = time.monotonic() - t0
             c.close()
         self.assertLess(elapsed, 1.5 * SLOW, "30 answers took %.2f s" % elapsed)
+
+
+TCPI_DATA_SEGS_IN = 152  # offset of tcpi_data_segs_in in Linux's struct tcp_info
+
+
+def data_segments_in(sock):
+    """Data-carrying TCP segments this socket has received (TCP_INFO)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return struct.unpack_from("I", info, TCPI_DATA_SEGS_IN)[0]
+
+
+class OneSendPerAnswerTest(unittest.TestCase):
+    """An answer to POST /mutate leaves in one send: libmicrohttpd hands
+    GnuTLS the headers and the body apart, and the headers' record waits
+    for the body's (wh_tlsio). Over loopback (MTU 64 KiB) one send of the
+    ~5 KiB answer is one TCP segment, so the client counts the data
+    segments each answer brings: one, where two sends brought two."""
+
+    def test_each_answer_arrives_in_one_segment(self):
+        with open(os.path.join(os.environ["MLD_FIXTURES"], "admission",
+                               "bench-jobset-5k.json"), "rb") as f:
+            review = f.read()
+        wire = (b"POST /mutate?timeout=10s HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                % (len(review), review))
+        with Webhook() as wh:
+            raw = socket.create_connection(("127.0.0.1", wh.port), timeout=10 * SLOW)
+            with wh.context().wrap_socket(raw, server_hostname="localhost") as tls:
+                f = tls.makefile("rb")
+                tls.sendall(wire)  # the first answer also follows the session tickets
+                self.assertEqual(read_response(f)[0], 200)
+                for i in range(10):
+                    before = data_segments_in(tls)
+                    tls.sendall(wire)
+                    status, body = read_response(f)
+                    self.assertEqual(status, 200, body[:200])
+                    self.assertIn("patch", json.loads(body)["response"])
+                    self.assertEqual(data_segments_in(tls) - before, 1, "answer %d" % i)
+                tls.sendall(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+                self.assertEqual(read_response(f), (200, b"ok\n"))
 
 
 class StartupCertificateTest(unittest.TestCase):

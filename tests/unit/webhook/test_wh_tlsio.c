@@ -190,3 +190,110 @@ Test(tlsio, tls_records_arriving_together_are_all_delivered)
     gnutls_certificate_free_credentials(creds);
     gnutls_certificate_free_credentials(none);
 }
+
+/* ---------- sends: a held push leaves with the next one ---------- */
+
+static ssize_t push(struct wh_tlsio *io, const char *s)
+{
+    giovec_t v = {(void *)s, strlen(s)};
+    return wh_tlsio_vec_push(io, &v, 1);
+}
+
+static ssize_t peer_read(char *b, size_t cap)
+{
+    ssize_t n = recv(sv[1], b, cap, MSG_DONTWAIT);
+    if (n >= 0)
+        b[n] = 0;
+    return n;
+}
+
+Test(tlsio, a_held_push_leaves_with_the_next_in_one_send)
+{
+    struct wh_tlsio *io;
+    char b[64];
+    cr_assert_eq(wh_tlsio_new(sv[0], &io), 0);
+    wh_tlsio_hold_next(io);
+    cr_assert_eq(push(io, "head|"), 5, "counted as sent");
+    cr_assert_eq(wh_tlsio_held(io), 5);
+    cr_assert_eq(peer_read(b, sizeof(b)), -1, "nothing on the wire yet");
+    cr_assert_eq(push(io, "body"), 4);
+    cr_assert_eq(wh_tlsio_held(io), 0);
+    cr_assert_eq(peer_read(b, sizeof(b)), 9, "both in one send: one read gets them");
+    cr_assert_str_eq(b, "head|body");
+    cr_assert_eq(push(io, "next"), 4, "unarmed: straight out");
+    cr_assert_eq(peer_read(b, sizeof(b)), 4);
+    wh_tlsio_free(io);
+}
+
+Test(tlsio, only_the_next_push_is_held_and_only_if_small)
+{
+    struct wh_tlsio *io;
+    cr_assert_eq(wh_tlsio_new(sv[0], &io), 0);
+    static char big[WH_TLSIO_HOLD_MAX + 2];
+    memset(big, 'x', sizeof(big) - 1);
+    wh_tlsio_hold_next(io);
+    cr_assert_eq(push(io, big), (ssize_t)sizeof(big) - 1, "too big to hold: sent");
+    cr_assert_eq(wh_tlsio_held(io), 0);
+    cr_assert_eq(push(io, "a"), 1, "the hold was used up by that push");
+    cr_assert_eq(wh_tlsio_held(io), 0);
+    char b[sizeof(big) + 8];
+    cr_assert_eq(peer_read(b, sizeof(b)), (ssize_t)sizeof(big));
+    wh_tlsio_free(io);
+}
+
+Test(tlsio, flush_sends_held_bytes_and_disarms)
+{
+    struct wh_tlsio *io;
+    char b[16];
+    cr_assert_eq(wh_tlsio_new(sv[0], &io), 0);
+    cr_assert_eq(wh_tlsio_flush(io), 0, "nothing held");
+    wh_tlsio_hold_next(io);
+    cr_assert_eq(push(io, "hdr"), 3);
+    cr_assert_eq(wh_tlsio_flush(io), 0);
+    cr_assert_eq(peer_read(b, sizeof(b)), 3);
+    cr_assert_str_eq(b, "hdr");
+    wh_tlsio_hold_next(io);
+    cr_assert_eq(wh_tlsio_flush(io), 0);
+    cr_assert_eq(push(io, "x"), 1, "a flush disarms an unused hold");
+    cr_assert_eq(peer_read(b, sizeof(b)), 1);
+    cr_assert_eq(wh_tlsio_flush(NULL), 0);
+    wh_tlsio_free(io);
+}
+
+/* A full socket: held bytes stay held (in order, before anything newer)
+ * and the push reports EAGAIN, as a full socket does. */
+Test(tlsio, held_bytes_wait_in_order_when_the_socket_is_full)
+{
+    struct wh_tlsio *io;
+    cr_assert_eq(wh_tlsio_new(sv[0], &io), 0);
+    static char fill[4096];
+    memset(fill, 'f', sizeof(fill));
+    size_t queued = 0;
+    while (send(sv[0], fill, sizeof(fill), MSG_DONTWAIT) > 0)
+        queued += sizeof(fill);
+    wh_tlsio_hold_next(io);
+    cr_assert_eq(push(io, "HEAD"), 4);
+    errno = 0;
+    cr_assert_eq(push(io, "BODY"), -1);
+    cr_assert_eq(errno, EAGAIN);
+    cr_assert_eq(wh_tlsio_held(io), 4, "still held");
+    cr_assert_eq(wh_tlsio_flush(io), -K8S_EIO, "still full");
+    static char sink[1 << 16];
+    size_t drained = 0;
+    while (drained < queued) {
+        ssize_t n =
+            recv(sv[1], sink, sizeof(sink) < queued - drained ? sizeof(sink) : queued - drained, 0);
+        cr_assert_gt(n, 0);
+        drained += (size_t)n;
+    }
+    cr_assert_eq(push(io, "BODY"), 4, "retried, as GnuTLS does");
+    char b[16];
+    size_t got = 0;
+    while (got < 8) {
+        ssize_t n = recv(sv[1], b + got, 8 - got, 0);
+        cr_assert_gt(n, 0);
+        got += (size_t)n;
+    }
+    cr_assert_eq(memcmp(b, "HEADBODY", 8), 0);
+    wh_tlsio_free(io);
+}
