@@ -356,7 +356,9 @@ class RotationTest(unittest.TestCase):
             for t in threads:
                 t.join(timeout=30)
             self.assertEqual(failures, [], "requests failed during rotation")
-            self.assertGreater(count[0], 50)
+            # the load ran throughout: requests on at least three certificates
+            # (below); how many fit in the time is the machine's, not a check
+            self.assertGreater(count[0], 5)
             self.assertIn(serials[-1], seen, "new handshakes must use the newest certificate")
             self.assertGreaterEqual(len(seen & set(serials)), 3)
             c = wh.connect()
