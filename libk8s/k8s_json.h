@@ -27,5 +27,8 @@ int k8s_json_write(const json_t *v, struct k8s_buf *out) K8S_MUST_CHECK;
 /* Append s as a JSON string literal (quotes included). s must be valid
  * UTF-8 of length n. */
 int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out) K8S_MUST_CHECK;
+/* The same without the quotes: the escaped content alone, for a string
+ * written in pieces (a JSON Pointer built segment by segment). */
+int k8s_json_write_chars(const char *s, size_t n, struct k8s_buf *out) K8S_MUST_CHECK;
 
 #endif

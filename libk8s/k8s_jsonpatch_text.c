@@ -39,14 +39,53 @@ static int reopen(struct k8s_jsonpatch_text *t)
     return t->n ? k8s_buf_append(&t->buf, ",", 1) : 0;
 }
 
-int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op, const char *path)
+int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op)
 {
     int r = reopen(t);
     r = r ? r : k8s_buf_append(&t->buf, "{\"op\":", 6);
     r = r ? r : k8s_json_write_string(op, strlen(op), &t->buf);
-    r = r ? r : k8s_buf_append(&t->buf, ",\"path\":", 8);
-    r = r ? r : k8s_json_write_string(path, strlen(path), &t->buf);
-    return r ? r : k8s_buf_append(&t->buf, ",\"value\":", 9);
+    return r ? r : k8s_buf_append(&t->buf, ",\"path\":\"", 9);
+}
+
+int k8s_jsonpatch_text_path(struct k8s_jsonpatch_text *t, const char *ptr, size_t n)
+{
+    return k8s_json_write_chars(ptr, n, &t->buf);
+}
+
+int k8s_jsonpatch_text_path_seg(struct k8s_jsonpatch_text *t, const char *seg)
+{
+    int r = k8s_buf_append(&t->buf, "/", 1);
+    const char *run = seg;
+    for (const char *p = seg; r == 0; p++) {
+        if (*p != '~' && *p != '/' && *p != '\0')
+            continue;
+        r = k8s_json_write_chars(run, (size_t)(p - run), &t->buf);
+        if (r < 0 || *p == '\0')
+            break;
+        r = k8s_buf_append(&t->buf, *p == '~' ? "~0" : "~1", 2);
+        run = p + 1;
+    }
+    return r;
+}
+
+int k8s_jsonpatch_text_path_index(struct k8s_jsonpatch_text *t, size_t i)
+{
+    if (i == K8S_JSONPATCH_TEXT_END)
+        return k8s_buf_append(&t->buf, "/-", 2);
+    int r = k8s_buf_append(&t->buf, "/", 1);
+    return r ? r : k8s_buf_append_int(&t->buf, (long long)i);
+}
+
+int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t)
+{
+    return k8s_buf_append(&t->buf, "\",\"value\":", 10);
+}
+
+int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op, const char *path)
+{
+    int r = k8s_jsonpatch_text_open(t, op);
+    r = r ? r : k8s_jsonpatch_text_path(t, path, strlen(path));
+    return r ? r : k8s_jsonpatch_text_value(t);
 }
 
 int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t)
