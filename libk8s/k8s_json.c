@@ -94,6 +94,7 @@ static const unsigned char *plain_run(const unsigned char *p, const unsigned cha
  * output advances to the first byte to escape, so a string with many
  * quotes (our JSON-in-JSON values) costs a few instructions per escape. */
 #define ESCAPED_MAX(n) (6 * (n) + 16)
+_Static_assert(K8S_JSON_STRING_MAX(1) == ESCAPED_MAX(1) + 2, "the quotes beside");
 
 static char *escape_to(char *t, const unsigned char *p, const unsigned char *end)
 {
@@ -117,21 +118,30 @@ static char *escape_to(char *t, const unsigned char *p, const unsigned char *end
     return t;
 }
 
-/* The common case, a string with nothing to escape: quote, bytes, quote
- * in one copy when they fit (n + 2 < room: room for the NUL too). */
-static bool write_plain(const char *s, size_t n, struct k8s_buf *out)
+/* The common case, a string with nothing to escape: [quote,] bytes[,
+ * quote] in one copy when they fit (room for the NUL too). */
+static bool write_plain(const char *s, size_t n, bool quoted, struct k8s_buf *out)
 {
-    if (n + 2 >= out->alloc - out->len || n + 2 > out->max - out->len ||
+    size_t q = quoted ? 1 : 0, m = n + 2 * q; /* n < alloc (callers): no overflow */
+    if (m >= out->alloc - out->len || m > out->max - out->len ||
         plain_run((const unsigned char *)s, (const unsigned char *)s + n) !=
             (const unsigned char *)s + n)
         return false;
     char *t = out->data + out->len;
     t[0] = '"';
-    memcpy(t + 1, s, n);
-    t[n + 1] = '"';
-    t[n + 2] = '\0';
-    out->len += n + 2;
+    memcpy(t + q, s, n);
+    t[n + q] = '"';
+    t[m] = '\0';
+    out->len += m;
     return true;
+}
+
+char *k8s_json_put_string(char *t, const char *s, size_t n)
+{
+    *t++ = '"';
+    t = escape_to(t, (const unsigned char *)s, (const unsigned char *)s + n);
+    *t++ = '"';
+    return t;
 }
 
 /* Within 6n + 16 bytes of the cap: each run of plain bytes and the
@@ -157,6 +167,8 @@ static int write_exact(const unsigned char *p, const unsigned char *end, struct 
 
 int k8s_json_write_chars(const char *s, size_t n, struct k8s_buf *out)
 {
+    if (n < out->alloc && write_plain(s, n, false, out))
+        return 0;
     const unsigned char *p = (const unsigned char *)s, *end = p + n;
     while (p < end) {
         size_t m = (size_t)(end - p) < CHUNK ? (size_t)(end - p) : CHUNK;
@@ -174,7 +186,7 @@ int k8s_json_write_chars(const char *s, size_t n, struct k8s_buf *out)
 
 int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out)
 {
-    if (n < out->alloc && write_plain(s, n, out)) /* n < alloc: no overflow in n + 2 */
+    if (n < out->alloc && write_plain(s, n, true, out))
         return 0;
     int r = k8s_buf_append(out, "\"", 1);
     r = r ? r : k8s_json_write_chars(s, n, out);

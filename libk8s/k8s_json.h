@@ -31,4 +31,11 @@ int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out) K8S_MUST
  * written in pieces (a JSON Pointer built segment by segment). */
 int k8s_json_write_chars(const char *s, size_t n, struct k8s_buf *out) K8S_MUST_CHECK;
 
+/* For writers that reserve once for many pieces: s as a JSON string
+ * literal stored at t, which must have K8S_JSON_STRING_MAX(n) bytes of
+ * room (the worst case, and the writer's 16-byte stores); returns the end
+ * of what it wrote. */
+#define K8S_JSON_STRING_MAX(n) (6 * (size_t)(n) + 18)
+char *k8s_json_put_string(char *t, const char *s, size_t n);
+
 #endif

@@ -18,6 +18,7 @@ void k8s_jsonpatch_text_done(struct k8s_jsonpatch_text *t)
         return;
     k8s_buf_done(&t->buf);
     t->n = 0;
+    t->at = 0;
     t->closed = 0;
 }
 
@@ -36,7 +37,9 @@ static int reopen(struct k8s_jsonpatch_text *t)
         if (r)
             return r;
     }
-    return t->n ? k8s_buf_append(&t->buf, ",", 1) : 0;
+    int r = t->n ? k8s_buf_append(&t->buf, ",", 1) : 0;
+    t->at = t->buf.len;
+    return r;
 }
 
 int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op)
@@ -45,6 +48,21 @@ int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op)
     r = r ? r : k8s_buf_append(&t->buf, "{\"op\":", 6);
     r = r ? r : k8s_json_write_string(op, strlen(op), &t->buf);
     return r ? r : k8s_buf_append(&t->buf, ",\"path\":\"", 9);
+}
+
+int k8s_jsonpatch_text_open_as(struct k8s_jsonpatch_text *t, size_t at, size_t len)
+{
+    size_t end = t->buf.len - (t->closed ? 1 : 0); /* without the "]" */
+    if (at > end || len > end - at)
+        return -K8S_EINVAL;
+    char *tail;
+    int r = reopen(t);
+    r = r ? r : k8s_buf_reserve(&t->buf, len, &tail);
+    if (r == 0) {
+        memcpy(tail, t->buf.data + at, len); /* the data as it is after the reservation */
+        k8s_buf_commit(&t->buf, len);
+    }
+    return r;
 }
 
 int k8s_jsonpatch_text_path(struct k8s_jsonpatch_text *t, const char *ptr, size_t n)

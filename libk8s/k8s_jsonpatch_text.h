@@ -33,6 +33,7 @@
 struct k8s_jsonpatch_text {
     struct k8s_buf buf; /* "[op,op,..." (and "]" after k8s_jsonpatch_text_json) */
     size_t n;           /* operations written */
+    size_t at;          /* where the operation begun last starts (its "{") */
     int closed;         /* the "]" is there */
 };
 
@@ -45,6 +46,11 @@ int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op,
 
 /* {"op":<op>,"path":" — the path's pieces follow. */
 int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op) K8S_MUST_CHECK;
+/* Open an operation with the len bytes at `at` of the text: the beginning
+ * of an earlier one (t->at then), its op and path so far, copied rather
+ * than written again — the many operations on one container's env.
+ * -K8S_EINVAL when they are not in the text. */
+int k8s_jsonpatch_text_open_as(struct k8s_jsonpatch_text *t, size_t at, size_t len) K8S_MUST_CHECK;
 /* Pointer text ptr[0..n) as it is ("/spec/containers/0"; JSON-escaped here). */
 int k8s_jsonpatch_text_path(struct k8s_jsonpatch_text *t, const char *ptr, size_t n) K8S_MUST_CHECK;
 /* "/" and the reference token of seg ('~' as "~0", '/' as "~1"). */

@@ -150,21 +150,35 @@ const char *wh_env_name(enum wh_env_id id)
 
 /* ---------- the set ---------- */
 
-/* The env entry of v as compact JSON text, written straight into b (the
- * one description of an entry: the tree below is parsed from it). */
+/* n bytes of s at t; returns their end. */
+static char *put(char *t, const char *s, size_t n)
+{
+    memcpy(t, s, n);
+    return t + n;
+}
+
+/* The env entry of v as compact JSON text, written straight into b in one
+ * reservation (the one description of an entry: the tree below is parsed
+ * from it). */
 static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
 {
-    int r = k8s_buf_append(b, "{\"name\":", 8);
-    r = r ? r : k8s_json_write_string(v->name, strlen(v->name), b);
-    if (v->value) {
-        r = r ? r : k8s_buf_append(b, ",\"value\":", 9);
-        r = r ? r : k8s_json_write_string(v->value, strlen(v->value), b);
-        return r ? r : k8s_buf_append(b, "}", 1);
-    }
-    static const char from[] = ",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":";
-    r = r ? r : k8s_buf_append(b, from, sizeof(from) - 1);
-    r = r ? r : k8s_json_write_string(v->field_path, strlen(v->field_path), b);
-    return r ? r : k8s_buf_append(b, "}}}", 3);
+    static const char name[] = "{\"name\":", value[] = ",\"value\":",
+                      from[] = ",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":";
+    const char *val = v->value ? v->value : v->field_path;
+    size_t nl = strlen(v->name), vl = strlen(val);
+    char *start, *t;
+    int r = k8s_buf_reserve(
+        b, K8S_JSON_STRING_MAX(nl) + K8S_JSON_STRING_MAX(vl) + sizeof(name) + sizeof(from) + 3,
+        &start);
+    if (r < 0)
+        return r;
+    t = put(start, name, sizeof(name) - 1);
+    t = k8s_json_put_string(t, v->name, nl);
+    t = v->value ? put(t, value, sizeof(value) - 1) : put(t, from, sizeof(from) - 1);
+    t = k8s_json_put_string(t, val, vl);
+    t = put(t, "}}}", v->value ? 1 : 3);
+    k8s_buf_commit(b, (size_t)(t - start));
+    return 0;
 }
 
 /* v's entry: the one wh_envset_build wrote, else written now. */
@@ -267,7 +281,7 @@ static json_t *parse(struct k8s_buf *b, int r)
 json_t *wh_env_var_json(const struct wh_env_var *v)
 {
     struct k8s_buf b;
-    k8s_buf_init(&b, 1 << 20);
+    k8s_buf_init(&b, 1 << 24);
     return parse(&b, write_var(v, &b));
 }
 
@@ -419,13 +433,11 @@ static int env_open(struct k8s_jsonpatch_text *patch, const char *op, const char
     return r ? r : k8s_jsonpatch_text_path(patch, "/env", 4);
 }
 
-/* {"op":<op>,"path":"<cpath>/env/<i>[/value]","value": — i may be
- * K8S_JSONPATCH_TEXT_END ("-"). */
-static int env_op(struct k8s_jsonpatch_text *patch, const char *op, const char *cpath, size_t i,
-                  bool value)
+/* The rest of {"op":...,"path":"<cpath>/env/<i>[/value]","value": — i may
+ * be K8S_JSONPATCH_TEXT_END ("-"). */
+static int env_path(struct k8s_jsonpatch_text *patch, size_t i, bool value)
 {
-    int r = env_open(patch, op, cpath);
-    r = r ? r : k8s_jsonpatch_text_path_index(patch, i);
+    int r = k8s_jsonpatch_text_path_index(patch, i);
     r = r || !value ? r : k8s_jsonpatch_text_path(patch, "/value", 6);
     return r ? r : k8s_jsonpatch_text_value(patch);
 }
@@ -442,14 +454,20 @@ static int emit_adds(const struct plan *p, const char *cpath, struct k8s_jsonpat
             order[k] = order[k - 1];
         order[k] = j;
     }
-    size_t inserted = 0;
+    size_t inserted = 0, head = 0, head_len = 0; /* the first add's {"op":"add","path":".../env */
     int r = 0;
     for (size_t o = 0; o < n && r == 0; o++) {
         size_t j = order[o], i = p->slot[j];
         if (i == SIZE_MAX)
             break;
-        r = env_op(patch, "add", cpath, i == p->n_user ? K8S_JSONPATCH_TEXT_END : i + inserted,
-                   false);
+        if (head_len) {
+            r = k8s_jsonpatch_text_open_as(patch, head, head_len);
+        } else {
+            r = env_open(patch, "add", cpath);
+            head = patch->at;
+            head_len = r ? 0 : patch->buf.len - head;
+        }
+        r = r ? r : env_path(patch, i == p->n_user ? K8S_JSONPATCH_TEXT_END : i + inserted, false);
         r = r ? r : append_var(&p->set->v[j], &patch->buf);
         r = r ? r : k8s_jsonpatch_text_end(patch);
         inserted++;
@@ -505,7 +523,8 @@ static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const
     p->user[idx].value = p->merged;
     p->user[idx].has_ref = has_ref(p->merged, len);
     (*added)++;
-    int r = env_op(patch, op, cpath, idx, true);
+    int r = env_open(patch, op, cpath);
+    r = r ? r : env_path(patch, idx, true);
     r = r ? r : k8s_json_write_string(p->merged, len, &patch->buf);
     return r ? r : k8s_jsonpatch_text_end(patch);
 }

@@ -410,8 +410,9 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
         /* the identity annotations must say what the env now says (a pod
          * can arrive with one stale half); the injection record of a pod
          * injected before is kept */
-        const char *have = json_string_value(json_object_get(ann, keys[i]));
-        const char *op = !json_object_get(ann, keys[i])              ? "add"
+        const json_t *cur = json_object_get(ann, keys[i]);
+        const char *have = json_string_value(cur);
+        const char *op = !cur                                        ? "add"
                          : i < 2 && (!have || strcmp(have, vals[i])) ? "replace"
                                                                      : NULL;
         int r = op ? op_string(x, op, x->in->path, "/metadata/annotations", keys[i], vals[i]) : 0;

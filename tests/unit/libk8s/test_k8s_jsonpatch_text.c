@@ -113,3 +113,31 @@ Test(k8s_jsonpatch_text, path_in_pieces_as_the_pointer)
     k8s_jsonpatch_text_done(&pieces);
     k8s_jsonpatch_text_done(&whole);
 }
+
+/* An operation opened as an earlier one began is that beginning, copied;
+ * a range outside the text is refused. */
+Test(k8s_jsonpatch_text, open_as_copies_an_earlier_beginning)
+{
+    struct k8s_jsonpatch_text t;
+    k8s_jsonpatch_text_init(&t);
+    cr_assert_eq(k8s_jsonpatch_text_open(&t, "add"), 0);
+    size_t at = t.at;
+    cr_assert_eq(k8s_jsonpatch_text_path(&t, "/spec/env", 9), 0);
+    size_t len = t.buf.len - at;
+    cr_assert_eq(k8s_jsonpatch_text_path_index(&t, K8S_JSONPATCH_TEXT_END), 0);
+    cr_assert_eq(k8s_jsonpatch_text_value(&t), 0);
+    cr_assert_eq(k8s_buf_appends(&t.buf, "1"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_end(&t), 0);
+    size_t n;
+    (void)k8s_jsonpatch_text_json(&t, &n); /* closed, then reopened by open_as */
+    cr_assert_eq(k8s_jsonpatch_text_open_as(&t, at, len), 0);
+    cr_assert_eq(k8s_jsonpatch_text_path_index(&t, 0), 0);
+    cr_assert_eq(k8s_jsonpatch_text_value(&t), 0);
+    cr_assert_eq(k8s_buf_appends(&t.buf, "2"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_end(&t), 0);
+    cr_expect_str_eq(k8s_jsonpatch_text_json(&t, &n),
+                     "[{\"op\":\"add\",\"path\":\"/spec/env/-\",\"value\":1},"
+                     "{\"op\":\"add\",\"path\":\"/spec/env/0\",\"value\":2}]");
+    cr_expect_eq(k8s_jsonpatch_text_open_as(&t, n - 1, 2), -K8S_EINVAL);
+    k8s_jsonpatch_text_done(&t);
+}
