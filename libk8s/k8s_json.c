@@ -110,6 +110,17 @@ static char *escape_to(char *t, const unsigned char *p, const unsigned char *end
             t = escape_into(t, *p++);
     }
 #endif
+    uint64_t w, m;
+    while (end - p >= 8) { /* the same a word at a time */
+        memcpy(&w, p, 8);
+        memcpy(t, &w, 8);
+        m = word_needs_escape(w);
+        unsigned k = m ? (unsigned)__builtin_ctzll(m) >> 3 : 8;
+        p += k;
+        t += k;
+        if (m)
+            t = escape_into(t, *p++);
+    }
     for (; p < end; p++)
         if (needs_escape[*p])
             t = escape_into(t, *p);

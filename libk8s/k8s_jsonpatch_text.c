@@ -73,15 +73,13 @@ int k8s_jsonpatch_text_path(struct k8s_jsonpatch_text *t, const char *ptr, size_
 int k8s_jsonpatch_text_path_seg(struct k8s_jsonpatch_text *t, const char *seg)
 {
     int r = k8s_buf_append(&t->buf, "/", 1);
-    const char *run = seg;
-    for (const char *p = seg; r == 0; p++) {
-        if (*p != '~' && *p != '/' && *p != '\0')
-            continue;
-        r = k8s_json_write_chars(run, (size_t)(p - run), &t->buf);
-        if (r < 0 || *p == '\0')
+    for (const char *run = seg; r == 0; run++) {
+        size_t n = strcspn(run, "~/");
+        r = k8s_json_write_chars(run, n, &t->buf);
+        if (r < 0 || !run[n])
             break;
-        r = k8s_buf_append(&t->buf, *p == '~' ? "~0" : "~1", 2);
-        run = p + 1;
+        run += n;
+        r = k8s_buf_append(&t->buf, *run == '~' ? "~0" : "~1", 2);
     }
     return r;
 }

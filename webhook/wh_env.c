@@ -345,17 +345,17 @@ static void parse_refs(struct plan *p, size_t j)
 {
     const char *v = p->set->v[j].value;
     p->n_refs[j] = 0;
-    for (const char *q = v; q && *q && p->n_refs[j] < WH_REFS_MAX; q++) {
-        if (q[0] == '$' && q[1] == '$') {
-            q++;
+    /* from '$' to '$': most of our values have none */
+    for (const char *q = v ? strchr(v, '$') : NULL; q && p->n_refs[j] < WH_REFS_MAX;
+         q = strchr(q, '$')) {
+        const char *close = q[1] == '(' ? strchr(q + 2, ')') : NULL;
+        if (!close) {
+            q += q[1] == '$' ? 2 : 1;
             continue;
         }
-        const char *close = q[0] == '$' && q[1] == '(' ? strchr(q + 2, ')') : NULL;
-        if (!close)
-            continue;
         p->ref_name[j][p->n_refs[j]] = q + 2;
         p->ref_len[j][p->n_refs[j]++] = (size_t)(close - q - 2);
-        q = close;
+        q = close + 1;
     }
 }
 
