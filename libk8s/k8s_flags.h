@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "k8s_err.h"
+#include "k8s_time.h"
 
 enum k8s_flag_type {
     K8S_FLAG_BOOL,     /* bool * */
@@ -49,6 +50,20 @@ struct k8s_flag {
 
 /* The offset field of a row: K8S_FLAG_AT(struct op_config, workers). */
 #define K8S_FLAG_AT(type, member) offsetof(type, member)
+
+/* The rows both `selftest` commands (the charts' helm tests) share, to
+ * place inside their tables: --timeout and --interval of the retry loop
+ * (int64_t nanoseconds) and --kubeconfig (const char *), at the members
+ * named of the settings struct type. */
+// clang-format off
+#define K8S_FLAG_ROWS_SELFTEST(type, timeout, interval, kubeconfig)                                \
+    {"timeout", K8S_FLAG_DURATION, K8S_FLAG_AT(type, timeout),                                     \
+     "keep trying this long while the install settles (0: once)", 0, 3600 * K8S_NSEC_PER_SEC},     \
+    {"interval", K8S_FLAG_DURATION, K8S_FLAG_AT(type, interval), "between attempts",               \
+     K8S_NSEC_PER_MSEC, 600 * K8S_NSEC_PER_SEC},                                                   \
+    {"kubeconfig", K8S_FLAG_STRING, K8S_FLAG_AT(type, kubeconfig),                                 \
+     "kubeconfig for out-of-cluster use (empty: the in-cluster service account)"}
+// clang-format on
 
 /* Rows in a table (its terminator not counted). */
 size_t k8s_flags_count(const struct k8s_flag *flags);

@@ -9,12 +9,13 @@
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_jsonskip.h"
 
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "plain_run() finds the first special byte of a word as its lowest bits"
+#error "k8s_json_plain_run() finds the first special byte of a word as its lowest bits"
 #endif
 
 /* Byte classes inside a string literal. */
@@ -27,7 +28,7 @@ static const unsigned char str_class[256] = {
     [0x80 ... 0xFF] = C_HIGH,
 };
 
-struct reader {
+struct k8s_jpull {
     const unsigned char *start, *p, *end;
     int depth;
     const char *err; /* static text of the first problem */
@@ -35,9 +36,11 @@ struct reader {
     struct k8s_buf text; /* decoded string (with escapes) or number text */
     const char *s;       /* the last kept string: a view of the input, or text */
     size_t n;
+    void *pull_arg; /* for the filter's pull readers */
+    bool pulls;     /* the filter has pull readers */
 };
 
-static int fail(struct reader *r, const char *what)
+static int fail(struct k8s_jpull *r, const char *what)
 {
     if (!r->err) {
         r->err = what;
@@ -46,8 +49,10 @@ static int fail(struct reader *r, const char *what)
     return -1;
 }
 
-static void skip_ws(struct reader *r)
+static inline void skip_ws(struct k8s_jpull *r)
 {
+    if (r->p<r->end && * r->p> ' ') /* compact JSON: the common case */
+        return;
     while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
         r->p++;
 }
@@ -73,7 +78,7 @@ static int utf8_len(const unsigned char *p, const unsigned char *end)
     return n;
 }
 
-static int hex4(struct reader *r, unsigned *ret)
+static int hex4(struct k8s_jpull *r, unsigned *ret)
 {
     unsigned v = 0;
     if (r->end - r->p < 4)
@@ -93,7 +98,7 @@ static int hex4(struct reader *r, unsigned *ret)
     return 0;
 }
 
-static int put_utf8(struct reader *r, unsigned cp)
+static int put_utf8(struct k8s_jpull *r, unsigned cp)
 {
     unsigned char b[4];
     int n;
@@ -112,7 +117,7 @@ static int put_utf8(struct reader *r, unsigned cp)
 }
 
 /* \uXXXX (after the 'u'), with surrogate pairs; NUL is refused like jansson. */
-static int unicode_escape(struct reader *r, bool keep)
+static int unicode_escape(struct k8s_jpull *r, bool keep)
 {
     unsigned cp, lo;
     if (hex4(r, &cp) < 0)
@@ -132,74 +137,47 @@ static int unicode_escape(struct reader *r, bool keep)
     return keep && put_utf8(r, cp) < 0 ? fail(r, "out of memory") : 0;
 }
 
-static int escape(struct reader *r, bool keep)
+static int escape(struct k8s_jpull *r, bool keep)
 {
-    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    static const char to[256] = {['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
+                                 ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t'};
     r->p++; /* the backslash */
     if (r->p >= r->end)
         return fail(r, "unterminated string");
     unsigned char c = *r->p++;
     if (c == 'u')
         return unicode_escape(r, keep);
-    const char *at = c ? strchr(from, c) : NULL;
-    if (!at)
+    if (!to[c])
         return fail(r, "invalid escape");
-    return keep && k8s_buf_append(&r->text, &to[at - from], 1) < 0 ? fail(r, "out of memory") : 0;
+    return keep && k8s_buf_append(&r->text, &to[c], 1) < 0 ? fail(r, "out of memory") : 0;
 }
 
-/* Word-at-a-time test: the high bit of each byte of x that needs a closer
- * look (a quote, a backslash, a control character or a non-ASCII byte).
- * Bits above the lowest may be false positives; the lowest is exact. */
-static uint64_t word_special(uint64_t x)
-{
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
-    uint64_t zero_q = (quote - ones) & ~quote, zero_b = (bslash - ones) & ~bslash;
-    uint64_t ctrl = (x - ones * 0x20) & ~x; /* bytes < 0x20 */
-    return (zero_q | zero_b | ctrl | x) & highs;
-}
-
-/* Skip bytes that need no attention inside a string literal: 16 at a time
- * with SSE2 (one signed compare finds both control and non-ASCII bytes),
- * then 8 at a time, then one by one near the end of the input. */
-static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
-{
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                  space = _mm_set1_epi8(0x20);
-    while (end - p >= 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)p);
-        __m128i special =
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                         _mm_cmplt_epi8(x, space));
-        unsigned mask = (unsigned)_mm_movemask_epi8(special);
-        if (mask)
-            return p + __builtin_ctz(mask);
-        p += 16;
-    }
-#endif
-    uint64_t w, m;
-    while (end - p >= 8) {
-        memcpy(&w, p, 8);
-        if ((m = word_special(w)))
-            return p + (__builtin_ctzll(m) >> 3); /* little-endian: lowest = first */
-        p += 8;
-    }
-    while (p < end && str_class[*p] == C_PLAIN)
-        p++;
-    return p;
-}
+static __attribute__((noinline)) int escaped_lit(struct k8s_jpull *r, bool keep);
 
 /* A string literal at r->p (the opening quote). When keep, its decoded
  * text is r->s/r->n (not NUL-terminated): a view of the input when the
  * literal has no escapes, else r->text, valid until the next literal. */
-static int string_lit(struct reader *r, bool keep)
+static inline int string_lit(struct k8s_jpull *r, bool keep)
+{
+    /* most literals hold plain bytes alone: a view of the input at once */
+    const unsigned char *begin = r->p + 1, *q = k8s_json_plain_run(begin, r->end);
+    if (q < r->end && *q == '"') {
+        r->s = (const char *)begin;
+        r->n = (size_t)(q - begin);
+        r->p = q + 1;
+        return 0;
+    }
+    return escaped_lit(r, keep);
+}
+
+/* The general case: escapes, non-ASCII bytes, errors. */
+static int escaped_lit(struct k8s_jpull *r, bool keep)
 {
     const unsigned char *begin = ++r->p;
     bool copy = false; /* decoding into r->text since the first escape */
     for (;;) {
         const unsigned char *run = r->p;
-        r->p = plain_run(r->p, r->end);
+        r->p = k8s_json_plain_run(r->p, r->end);
         if (copy && r->p > run && k8s_buf_append(&r->text, run, (size_t)(r->p - run)) < 0)
             return fail(r, "out of memory");
         if (r->p >= r->end)
@@ -234,12 +212,12 @@ static int string_lit(struct reader *r, bool keep)
     }
 }
 
-static bool digit(const struct reader *r)
+static bool digit(const struct k8s_jpull *r)
 {
     return r->p < r->end && *r->p >= '0' && *r->p <= '9';
 }
 
-static int number(struct reader *r, bool keep, json_t **out)
+static int number(struct k8s_jpull *r, bool keep, json_t **out)
 {
     const unsigned char *s = r->p;
     bool real = false;
@@ -286,7 +264,7 @@ static int number(struct reader *r, bool keep, json_t **out)
     return *out ? 0 : fail(r, "out of memory");
 }
 
-static int literal(struct reader *r, bool keep, json_t **out)
+static int literal(struct k8s_jpull *r, bool keep, json_t **out)
 {
     static const struct {
         const char *word;
@@ -306,25 +284,47 @@ static int literal(struct reader *r, bool keep, json_t **out)
     return fail(r, "invalid token");
 }
 
-static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out);
+static int value(struct k8s_jpull *r, const struct k8s_json_filter *f, bool keep, json_t **out);
 
+/* The filter entry for key (NULL: skip the member). */
 static const struct k8s_json_filter *match(const struct k8s_json_filter *f, const char *key,
-                                           size_t len, bool *found)
+                                           size_t len)
 {
     for (; f->key; f++) /* first bytes compared inline: most keys differ there */
         if ((len && f->key[0] == key[0] && !strncmp(f->key, key, len) && !f->key[len]) ||
-            (f->key[0] == '*' && !f->key[1]) || (!len && !f->key[0])) {
-            *found = true;
-            return f->keep;
-        }
-    *found = false;
+            (f->key[0] == '*' && !f->key[1]) || (!len && !f->key[0]))
+            return f;
     return NULL;
 }
 
-/* One "key": value member of an object being built (obj NULL: skipping). */
-static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj)
+/* A member whose filter entry has a reader of its own: it walks the value
+ * with the k8s_jpull calls, which validate as they go. */
+static int pull_value(struct k8s_jpull *r, const struct k8s_json_filter *e)
 {
-    const struct k8s_json_filter *sub = NULL;
+    skip_ws(r);
+    int depth = r->depth;
+    if (e->pull(r, r->pull_arg) < 0)
+        return r->err ? -1 : fail(r, "out of memory");
+    if (r->depth != depth) /* the reader left a container open */
+        return fail(r, "value not read to its end");
+    return 0;
+}
+
+/* A member kept with filter f begins: the pull readers under f forget what
+ * an earlier duplicate of it gave them (the last occurrence counts). */
+static void pulls_reset(struct k8s_jpull *r, const struct k8s_json_filter *f)
+{
+    for (; f && f->key; f++) {
+        if (f->pull)
+            (void)f->pull(NULL, r->pull_arg);
+        pulls_reset(r, f->keep);
+    }
+}
+
+/* One "key": value member of an object being built (obj NULL: skipping). */
+static int member(struct k8s_jpull *r, const struct k8s_json_filter *f, json_t *obj)
+{
+    const struct k8s_json_filter *e = NULL;
     bool keep = obj != NULL;
     char *owned = NULL;
     if (r->p >= r->end || *r->p != '"')
@@ -337,19 +337,23 @@ static int member(struct reader *r, const struct k8s_json_filter *f, json_t *obj
     if (keep && key == r->text.data && !(key = owned = strndup(key, klen)))
         return fail(r, "out of memory");
     if (keep && f)
-        sub = match(f, key, klen, &keep);
+        keep = (e = match(f, key, klen)) != NULL && !e->pull;
     skip_ws(r);
     json_t *v = NULL;
     int rc = r->p < r->end && *r->p == ':' ? 0 : fail(r, "':' expected");
-    if (rc == 0)
-        r->p++, rc = value(r, sub, keep, &v);
+    if (rc == 0 && e && e->keep && r->pulls) /* a new value: its subtree's readers forget */
+        pulls_reset(r, e->keep);
+    if (rc == 0 && e && e->pull)
+        r->p++, rc = pull_value(r, e);
+    else if (rc == 0)
+        r->p++, rc = value(r, e ? e->keep : NULL, keep, &v);
     if (rc == 0 && v && json_object_setn_new_nocheck(obj, key, klen, v) < 0)
         rc = fail(r, "out of memory");
     free(owned);
     return rc;
 }
 
-static int container(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out,
+static int container(struct k8s_jpull *r, const struct k8s_json_filter *f, bool keep, json_t **out,
                      bool is_object)
 {
     unsigned char close = is_object ? '}' : ']';
@@ -392,11 +396,14 @@ static int container(struct reader *r, const struct k8s_json_filter *f, bool kee
     return 0;
 }
 
-static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, json_t **out)
+static int value(struct k8s_jpull *r, const struct k8s_json_filter *f, bool keep, json_t **out)
 {
     skip_ws(r);
     if (r->p >= r->end)
         return fail(r, "unexpected end of input");
+    const unsigned char *end; /* a skipped value written compactly: the fast lane */
+    if (!keep && (end = k8s_json_skip_compact(r->p, r->end, r->depth, K8S_JSONLOAD_MAX_DEPTH)))
+        return r->p = end, 0;
     switch (*r->p) {
     case '{':
         return container(r, f, keep, out, true);
@@ -419,7 +426,7 @@ static int value(struct reader *r, const struct k8s_json_filter *f, bool keep, j
     }
 }
 
-static int report(struct reader *r, struct k8s_error *reterr)
+static int report(struct k8s_jpull *r, struct k8s_error *reterr)
 {
     int line = 1, col = 1;
     for (const unsigned char *q = r->start; q < r->err_at; q++, col++)
@@ -430,14 +437,30 @@ static int report(struct reader *r, struct k8s_error *reterr)
                          line, col);
 }
 
-int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
-                           json_t **ret, struct k8s_error *reterr)
+static bool has_pulls(const struct k8s_json_filter *f)
 {
-    struct reader r = {.start = (const unsigned char *)buf,
-                       .p = (const unsigned char *)buf,
-                       .end = (const unsigned char *)buf + len};
+    for (; f && f->key; f++)
+        if (f->pull || has_pulls(f->keep))
+            return true;
+    return false;
+}
+
+static void reader_init(struct k8s_jpull *r, const char *buf, size_t len)
+{
+    *r = (struct k8s_jpull){.start = (const unsigned char *)buf,
+                            .p = (const unsigned char *)buf,
+                            .end = (const unsigned char *)buf + len};
+    k8s_buf_init(&r->text, len + 1);
+}
+
+int k8s_json_load_pull(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                       void *pull_arg, json_t **ret, struct k8s_error *reterr)
+{
+    struct k8s_jpull r;
+    reader_init(&r, buf, len);
+    r.pull_arg = pull_arg;
+    r.pulls = has_pulls(filter);
     json_t *doc = NULL;
-    k8s_buf_init(&r.text, len + 1);
     skip_ws(&r);
     int rc = r.p < r.end && (*r.p == '{' || *r.p == '[') ? value(&r, filter, true, &doc)
                                                          : fail(&r, "'[' or '{' expected");
@@ -451,4 +474,136 @@ int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_fi
     }
     *ret = doc;
     return 0;
+}
+
+int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                           json_t **ret, struct k8s_error *reterr)
+{
+    return k8s_json_load_pull(buf, len, filter, NULL, ret, reterr);
+}
+
+/* ---------- readers of their own ---------- */
+
+int k8s_json_pull_text(const char *buf, size_t len, k8s_json_pull_fn *fn, void *arg,
+                       struct k8s_error *reterr)
+{
+    struct k8s_jpull r;
+    reader_init(&r, buf, len);
+    skip_ws(&r);
+    int rc = fn(&r, arg) < 0 ? (r.err ? -1 : fail(&r, "out of memory")) : 0;
+    skip_ws(&r);
+    if (rc == 0 && r.depth)
+        rc = fail(&r, "value not read to its end");
+    if (rc == 0 && r.p != r.end)
+        rc = fail(&r, "end of input expected");
+    k8s_buf_done(&r.text);
+    return rc < 0 ? report(&r, reterr) : 0;
+}
+
+enum k8s_jtype k8s_jpull_peek(struct k8s_jpull *r)
+{
+    skip_ws(r);
+    switch (r->p < r->end ? *r->p : 0) {
+    case '{':
+        return K8S_J_OBJECT;
+    case '[':
+        return K8S_J_ARRAY;
+    case '"':
+        return K8S_J_STRING;
+    case 'n':
+        return K8S_J_NULL;
+    default:
+        return K8S_J_OTHER;
+    }
+}
+
+size_t k8s_jpull_left(const struct k8s_jpull *r)
+{
+    return (size_t)(r->end - r->p);
+}
+
+int k8s_jpull_fail(struct k8s_jpull *r, const char *what)
+{
+    return fail(r, what);
+}
+
+int k8s_jpull_skip(struct k8s_jpull *r)
+{
+    json_t *none = NULL;
+    return value(r, NULL, false, &none);
+}
+
+int k8s_jpull_string(struct k8s_jpull *r, const char **s, size_t *n)
+{
+    skip_ws(r);
+    if (r->p >= r->end || *r->p != '"') {
+        json_t *none = NULL;
+        return value(r, NULL, false, &none) < 0 ? -1 : 0;
+    }
+    if (string_lit(r, true) < 0)
+        return -1;
+    *s = r->s;
+    *n = r->n;
+    return 1;
+}
+
+/* Open the container at the cursor, or step past the ',' after an item:
+ * 1 at the next item, 0 after the closing byte. */
+static int step(struct k8s_jpull *r, int *state, unsigned char open, unsigned char close)
+{
+    skip_ws(r);
+    if (*state == 0) {
+        if (r->p >= r->end || *r->p != open)
+            return fail(r, open == '{' ? "'{' expected" : "'[' expected");
+        if (++r->depth > K8S_JSONLOAD_MAX_DEPTH)
+            return fail(r, "maximum parsing depth reached");
+        r->p++;
+        skip_ws(r);
+        *state = 1;
+        if (r->p < r->end && *r->p == close)
+            return r->p++, r->depth--, 0;
+        return 1;
+    }
+    if (r->p < r->end && *r->p == close)
+        return r->p++, r->depth--, 0;
+    if (r->p >= r->end || *r->p != ',')
+        return fail(r, close == '}' ? "',' or '}' expected" : "',' or ']' expected");
+    r->p++;
+    skip_ws(r);
+    return 1;
+}
+
+int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *klen)
+{
+    /* compact JSON, the common case: ,"key": or {"key": with a plain key */
+    const unsigned char *q;
+    if (r->end - r->p > 2 && r->p[0] == (*state ? ',' : '{') && r->p[1] == '"' &&
+        (*state || r->depth < K8S_JSONLOAD_MAX_DEPTH) &&
+        (q = k8s_json_plain_run(r->p + 2, r->end)) < r->end - 1 && q[0] == '"' && q[1] == ':') {
+        r->depth += !*state;
+        *state = 1;
+        *key = (const char *)r->p + 2;
+        *klen = (size_t)(q - r->p - 2);
+        r->p = q + 2;
+        return 1;
+    }
+    int s = step(r, state, '{', '}');
+    if (s <= 0)
+        return s;
+    if (r->p >= r->end || *r->p != '"')
+        return fail(r, "string or '}' expected");
+    if (string_lit(r, true) < 0)
+        return -1;
+    *key = r->s;
+    *klen = r->n;
+    skip_ws(r);
+    if (r->p >= r->end || *r->p != ':')
+        return fail(r, "':' expected");
+    r->p++;
+    return 1;
+}
+
+int k8s_jpull_element(struct k8s_jpull *r, int *state)
+{
+    return step(r, state, '[', ']');
 }

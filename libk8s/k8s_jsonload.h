@@ -17,6 +17,17 @@
  * filter for the value: for an object, its members; for an array, each
  * element's members. Scalars named by a filter are always kept.
  *
+ * Readers of their own: an entry with pull set keeps no value; the loader
+ * calls pull(p, pull_arg) with p at the member's value, and pull walks it
+ * with the k8s_jpull calls below, which validate every byte they pass as
+ * the loader does, so the document is still read once. pull must read the
+ * value to its end (the loader checks) and returns 0, or -1 after a
+ * k8s_jpull call failed or k8s_jpull_fail. Of duplicate members the last
+ * counts, as for kept ones: whenever a member whose entry has a filter
+ * begins, pull(NULL, pull_arg) is called for every pull entry under that
+ * filter to forget what an earlier one gave (the caller zeroes what the
+ * readers fill before the load). Name pull members through objects only.
+ *
  * Semantics that differ from jansson only for skipped members: their
  * numbers are checked for syntax, not range.
  *
@@ -32,9 +43,13 @@
 
 #define K8S_JSONLOAD_MAX_DEPTH 2048
 
+struct k8s_jpull; /* a reader positioned in a document being validated */
+typedef int k8s_json_pull_fn(struct k8s_jpull *p, void *arg);
+
 struct k8s_json_filter {
     const char *key;
     const struct k8s_json_filter *keep;
+    k8s_json_pull_fn *pull; /* not NULL: the member is read by pull, not kept */
 };
 
 /* Parse buf[0..len) as one JSON document. On failure returns -K8S_EPARSE
@@ -42,5 +57,39 @@ struct k8s_json_filter {
  * *ret is untouched. */
 int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
                            json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* The same, with pull_arg for the filter's pull readers. */
+int k8s_json_load_pull(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                       void *pull_arg, json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* A whole document read by fn alone (validated as above; fn must read the
+ * one value to its end). Errors as k8s_json_load_filtered's. */
+int k8s_json_pull_text(const char *buf, size_t len, k8s_json_pull_fn *fn, void *arg,
+                       struct k8s_error *reterr) K8S_MUST_CHECK;
+
+/* ---------- walking a value (inside a pull reader) ----------
+ * Each call validates what it passes; on failure it returns -1 and the
+ * document is refused. Keys and strings are decoded views valid until
+ * the next call. */
+enum k8s_jtype { K8S_J_OBJECT, K8S_J_ARRAY, K8S_J_STRING, K8S_J_NULL, K8S_J_OTHER };
+
+/* The type of the value at the cursor (by its first byte). */
+enum k8s_jtype k8s_jpull_peek(struct k8s_jpull *p);
+/* Skip the value at the cursor. */
+int k8s_jpull_skip(struct k8s_jpull *p) K8S_MUST_CHECK;
+/* The string at the cursor: 1 with it; 0 when the value is of another
+ * type (then skipped). */
+int k8s_jpull_string(struct k8s_jpull *p, const char **s, size_t *n) K8S_MUST_CHECK;
+/* Walk the object at the cursor: *state = 0 first; 1 with the next key,
+ * the cursor at its value (read it before the next call); 0 after '}'. */
+int k8s_jpull_member(struct k8s_jpull *p, int *state, const char **key,
+                     size_t *klen) K8S_MUST_CHECK;
+/* Walk the array at the cursor likewise: 1 at the next element, 0 after ']'. */
+int k8s_jpull_element(struct k8s_jpull *p, int *state) K8S_MUST_CHECK;
+/* Bytes from the cursor to the end of the document (a bound on what the
+ * rest of the value decodes to). */
+size_t k8s_jpull_left(const struct k8s_jpull *p);
+/* Refuse the document with what (static text); returns -1. */
+int k8s_jpull_fail(struct k8s_jpull *p, const char *what);
 
 #endif

@@ -1,40 +1,18 @@
 #include "op_capture.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "k8s_log.h"
 #include "k8s_time.h"
-#include "op_holds.h"
 #include "op_proto.h"
+#include "op_runs.h"
 #include "op_status.h"
 
-#define SEC            K8S_NSEC_PER_SEC
 #define CONFLICT_TRIES 3
 #define ROUNDS_MAX     6 /* plans asking a question or to go on, per reconcile */
 #define N_CODES        (OP_GRPC_UNAUTHENTICATED + 1)
-
-/* What this process knows about one resource beyond its status. */
-struct run {
-    char *key, *uid;
-    uint64_t batch;
-    bool live;        /* RPCs in flight */
-    bool finished;    /* results below wait to be written */
-    bool interrupted; /* cancelled by shutdown: record as interrupted */
-    bool discard;     /* the resource is gone: drop the results */
-    struct op_host_result *results;
-    char **pods; /* held "ns/pod" (op_holds), and the hosts' file names */
-    char **files;
-    size_t n;
-    int attempt;
-    int64_t expected_end_mono; /* when the profilers should be done */
-    char written_rv[64];       /* resourceVersion of our last status write */
-    char session[20];
-    char location[1100]; /* <storage>/plugins/profile/<session> */
-    struct run *next;
-};
 
 struct metrics {
     struct k8s_metric *outcome[OP_OUT_INTERRUPTED + 1], *duration, *rpc;
@@ -43,118 +21,9 @@ struct metrics {
 
 struct op_capture {
     struct op_capture_deps d;
-    pthread_mutex_t lock;
-    pthread_cond_t cond; /* a batch finished */
-    struct run *runs;
-    struct op_holds *holds; /* pod -> the run holding it */
-    bool stopping;
+    struct op_runs *runs; /* this process's record of each resource */
     struct metrics m;
 };
-
-/* ---------- runs (lock held) ---------- */
-
-static struct run *run_find(struct op_capture *c, const char *key)
-{
-    for (struct run *r = c->runs; r; r = r->next)
-        if (!strcmp(r->key, key))
-            return r;
-    return NULL;
-}
-
-static void free_list(char **v, size_t n)
-{
-    for (size_t i = 0; v && i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-/* Free the pod and result arrays; the holds stay as they are. */
-static void run_clear(struct run *r)
-{
-    free_list(r->pods, r->n);
-    free_list(r->files, r->files ? r->n : 0);
-    free(r->results);
-    r->pods = r->files = NULL;
-    r->results = NULL;
-    r->n = 0;
-    r->finished = r->interrupted = false;
-}
-
-/* Done with the pods: clear, and give them up for other captures. */
-static void run_release(struct op_capture *c, struct run *r)
-{
-    run_clear(r);
-    op_holds_release(c->holds, r);
-}
-
-static void run_drop(struct op_capture *c, struct run *r)
-{
-    for (struct run **p = &c->runs; *p; p = &(*p)->next)
-        if (*p == r) {
-            *p = r->next;
-            break;
-        }
-    run_release(c, r);
-    free(r->key);
-    free(r->uid);
-    free(r);
-}
-
-static struct run *run_new(struct op_capture *c, const char *key, const char *uid)
-{
-    struct run *r = calloc(1, sizeof(*r));
-    if (!r || !(r->key = strdup(key)) || !(r->uid = strdup(uid ? uid : ""))) {
-        if (r)
-            free(r->key);
-        free(r);
-        return NULL;
-    }
-    r->next = c->runs;
-    c->runs = r;
-    return r;
-}
-
-static struct run *run_get(struct op_capture *c, const char *key, const char *uid)
-{
-    pthread_mutex_lock(&c->lock);
-    struct run *r = run_find(c, key);
-    if (!r)
-        r = run_new(c, key, uid);
-    pthread_mutex_unlock(&c->lock);
-    return r;
-}
-
-/* Drop or cancel what we hold for key (the resource is gone or was
- * replaced by another of the same name). */
-static void run_forget(struct op_capture *c, const char *key, const char *reason)
-{
-    pthread_mutex_lock(&c->lock);
-    struct run *r = run_find(c, key);
-    if (r && r->live) {
-        r->discard = true;
-        c->d.api.cancel(c->d.api.ud, r->batch, reason);
-        /* the relay's callback drops it; a re-created resource gets a new run */
-        r->key[0] = '\0';
-    } else if (r) {
-        run_drop(c, r);
-    }
-    pthread_mutex_unlock(&c->lock);
-}
-
-/* The plan's input: the record of key, as a view (lock held). A worker
- * reconciles a key alone, and the relay touches a run only while live,
- * so the arrays stay put while the plan reads them. */
-static struct op_run_view run_view(const struct run *r)
-{
-    if (!r)
-        return (struct op_run_view){0};
-    enum op_run_state st = r->live          ? OP_RUN_LIVE
-                           : !r->finished   ? OP_RUN_NONE
-                           : r->interrupted ? OP_RUN_INTERRUPTED
-                                            : OP_RUN_FINISHED;
-    return (struct op_run_view){st,   r->uid,     r->results, r->pods,    r->files,
-                                r->n, r->attempt, r->session, r->location};
-}
 
 /* ---------- applying a plan ---------- */
 
@@ -172,12 +41,8 @@ static int put_status(struct op_capture *c, const json_t *obj, json_t *status, c
     int r = c->d.api.put_status(c->d.api.ud, obj, status, &done, err);
     if (r < 0)
         return r;
-    const char *rv = op_str2(done, "metadata", "resourceVersion");
-    struct run *run = run_get(c, key, op_str2(done, "metadata", "uid"));
-    pthread_mutex_lock(&c->lock);
-    if (run && rv)
-        snprintf(run->written_rv, sizeof(run->written_rv), "%s", rv);
-    pthread_mutex_unlock(&c->lock);
+    op_runs_wrote(c->runs, key, op_str2(done, "metadata", "uid"),
+                  op_str2(done, "metadata", "resourceVersion"));
     if (ret)
         *ret = done;
     else
@@ -185,24 +50,19 @@ static int put_status(struct op_capture *c, const json_t *obj, json_t *status, c
     return 0;
 }
 
-static void observe(struct op_capture *c, const char *key)
+static void observe(void *ud, const struct op_host_result *h)
 {
-    pthread_mutex_lock(&c->lock);
-    const struct run *r = run_find(c, key);
-    for (size_t i = 0; r && i < r->n && r->results; i++) {
-        const struct op_host_result *h = &r->results[i];
-        k8s_metric_observe_ns(c->m.rpc, h->done_ns - h->sent_ns);
-        if (h->code >= 0 && h->code < N_CODES)
-            k8s_metric_add(c->m.rpc_code[h->code], 1);
-    }
-    pthread_mutex_unlock(&c->lock);
+    struct op_capture *c = ud;
+    k8s_metric_observe_ns(c->m.rpc, h->done_ns - h->sent_ns);
+    if (h->code >= 0 && h->code < N_CODES)
+        k8s_metric_add(c->m.rpc_code[h->code], 1);
 }
 
 /* What follows a successful write: metrics, the log line, the Event. */
 static void tell(struct op_capture *c, const struct op_plan *p, const json_t *obj, const char *key)
 {
     if (p->observe_rpcs)
-        observe(c, key);
+        op_runs_each_result(c->runs, key, observe, c);
     if (p->duration_ns >= 0)
         k8s_metric_observe_ns(c->m.duration, p->duration_ns);
     k8s_metric_add(c->m.outcome[p->outcome], 1);
@@ -219,86 +79,20 @@ static void tell(struct op_capture *c, const struct op_plan *p, const json_t *ob
                                "error", err.message));
 }
 
-static void on_batch_done(void *ud, uint64_t id, const struct op_host_result *results, size_t n)
-{
-    struct op_capture *c = ud;
-    char *requeue = NULL;
-    pthread_mutex_lock(&c->lock);
-    struct run *r = c->runs;
-    while (r && !(r->live && r->batch == id))
-        r = r->next;
-    if (r) {
-        r->live = false;
-        if (r->discard) {
-            run_drop(c, r);
-        } else if ((r->results = malloc(n * sizeof(*results)))) {
-            memcpy(r->results, results, n * sizeof(*results));
-            r->finished = true;
-            requeue = strdup(r->key);
-        }
-    }
-    bool stopping = c->stopping; /* read under the lock: shutdown writes it */
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-    if (requeue && !stopping)
-        op_queue_add(c->d.queue, requeue);
-    free(requeue);
-}
-
-/* Claim the plan's pods for run (op_holds: the check and the taking are
- * one step, so of two workers deciding at once one wins). On a conflict
- * *busy names the pod and the capture holding it. */
-static int claim(struct op_capture *c, struct run *run, struct op_plan_dispatch *d, char *busy,
-                 size_t cap)
-{
-    struct k8s_error e = {0};
-    int r = op_holds_claim(c->holds, run, run->key, d->pods, d->n, &e);
-    if (r < 0) {
-        snprintf(busy, cap, "%s", e.message);
-        return r;
-    }
-    pthread_mutex_lock(&c->lock);
-    run_clear(run); /* what it held before is now the plan's pods */
-    run->pods = d->pods;
-    run->files = d->files;
-    run->n = d->n;
-    d->pods = d->files = NULL;
-    d->n = 0;
-    snprintf(run->session, sizeof(run->session), "%s", d->session);
-    snprintf(run->location, sizeof(run->location), "%s", d->location);
-    pthread_mutex_unlock(&c->lock);
-    return 0;
-}
-
 /* The pods are ours: write Running, then send the RPCs. */
 static int send(struct op_capture *c, struct op_plan *p, const json_t *obj, const char *key,
-                struct run *run, struct k8s_error *err)
+                struct k8s_error *err)
 {
     struct op_plan_dispatch *d = p->dispatch;
     json_t *st = p->status;
     p->status = NULL;
     int r = put_status(c, obj, st, key, NULL, err);
-    if (r == 0) {
-        pthread_mutex_lock(&c->lock);
-        r = c->d.api.submit(c->d.api.ud, &d->batch, on_batch_done, c, &run->batch);
-        if (r == 0) {
-            run->live = true;
-            run->attempt = d->attempt;
-            run->expected_end_mono = k8s_mono_ns() + d->expected_ns;
-        }
-        pthread_mutex_unlock(&c->lock);
-        if (r < 0)
-            k8s_error_set(err, r, "cannot queue the RPCs");
-    }
     if (r < 0) {
-        pthread_mutex_lock(&c->lock);
-        if (d->resumed) /* still Running in status: it keeps its pods */
-            run_clear(run);
-        else
-            run_release(c, run);
-        pthread_mutex_unlock(&c->lock);
+        op_runs_unclaim(c->runs, key, d->resumed);
+        return r;
     }
-    return r;
+    r = op_runs_submit(c->runs, key, d);
+    return r < 0 ? k8s_error_set(err, r, "cannot queue the RPCs") : 0;
 }
 
 /* How a plan ended: with a result, or asking to decide again. */
@@ -322,17 +116,18 @@ static enum applied apply_ask(struct op_capture *c, struct op_plan *p, const jso
         a->absent = all ? OP_ABSENT_CONFIRMED : OP_ABSENT_FOUND;
         return DECIDE_AGAIN;
     }
-    struct run *run = run_get(c, key, op_str2(obj, "metadata", "uid"));
-    if (!run) {
+    int claimed = op_runs_claim(c->runs, key, op_str2(obj, "metadata", "uid"), p->dispatch, a->busy,
+                                sizeof(a->busy));
+    if (claimed < 0) {
         *res = OP_RETRY;
-        k8s_error_set(err, -K8S_ENOMEM, "out of memory");
+        k8s_error_set(err, claimed, "out of memory");
         return APPLIED;
     }
-    if (claim(c, run, p->dispatch, a->busy, sizeof(a->busy)) < 0) {
+    if (claimed > 0) {
         a->busy_set = true;
         return DECIDE_AGAIN;
     }
-    if (send(c, p, obj, key, run, err) < 0) {
+    if (send(c, p, obj, key, err) < 0) {
         *res = OP_RETRY;
         return APPLIED;
     }
@@ -348,14 +143,9 @@ static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t 
     if (p->result == OP_RETRY)
         *err = p->err;
     if (p->drop)
-        run_forget(c, key, p->cancel_reason);
-    if (p->forget) {
-        pthread_mutex_lock(&c->lock);
-        struct run *r = run_find(c, key);
-        if (r)
-            run_drop(c, r);
-        pthread_mutex_unlock(&c->lock);
-    }
+        op_runs_forget(c->runs, key, p->cancel_reason);
+    if (p->forget)
+        op_runs_drop(c->runs, key);
     if (p->ask != OP_ASK_NONE)
         return apply_ask(c, p, obj, key, a, res, err);
     if (!p->status)
@@ -367,13 +157,8 @@ static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t 
         return APPLIED;
     }
     tell(c, p, obj, key); /* the metrics read the results: before the release */
-    if (p->release) {
-        pthread_mutex_lock(&c->lock);
-        struct run *r = run_find(c, key);
-        if (r) /* keep written_rv: a stale cache is read through */
-            run_release(c, r);
-        pthread_mutex_unlock(&c->lock);
-    }
+    if (p->release)
+        op_runs_release(c->runs, key);
     if (!p->again)
         return APPLIED;
     *a = (struct answers){.obj = written};
@@ -395,10 +180,7 @@ static enum op_result step(struct op_capture *c, const json_t *obj, const char *
                                 .now_ns = now_ns(c),
                                 .busy = a.busy_set ? a.busy : NULL,
                                 .absent = a.absent};
-        pthread_mutex_lock(&c->lock);
-        in.stopping = c->stopping;
-        in.run = run_view(run_find(c, key));
-        pthread_mutex_unlock(&c->lock);
+        in.run = op_runs_view(c->runs, key, &in.stopping);
         struct op_plan p;
         op_plan_decide(&in, &p);
         json_t *held = a.obj;
@@ -435,12 +217,7 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
                    bool fresh, json_t **ret, struct k8s_error *err)
 {
     json_t *obj = k8s_store_get(c->d.conns, ns, name);
-    const char *rv = op_str2(obj, "metadata", "resourceVersion");
-    pthread_mutex_lock(&c->lock);
-    struct run *r = run_find(c, key);
-    bool stale = fresh || (r && r->written_rv[0] && (!rv || strcmp(rv, r->written_rv)));
-    pthread_mutex_unlock(&c->lock);
-    if (stale) {
+    if (fresh || op_runs_stale(c->runs, key, op_str2(obj, "metadata", "resourceVersion"))) {
         k8s_store_release(obj);
         obj = NULL;
         int rc = c->d.api.get(c->d.api.ud, ns, name, &obj, err);
@@ -527,12 +304,10 @@ int op_capture_new(const struct op_capture_deps *deps, struct op_capture **ret)
     if (!c)
         return -K8S_ENOMEM;
     c->d = *deps;
-    if (!(c->holds = op_holds_new())) {
+    if (!(c->runs = op_runs_new(&c->d.api, deps->queue))) {
         free(c);
         return -K8S_ENOMEM;
     }
-    pthread_mutex_init(&c->lock, NULL);
-    k8s_cond_init_mono(&c->cond);
     register_metrics(c);
     *ret = c;
     return 0;
@@ -564,20 +339,8 @@ static void adopt_one(void *ud, const char *key, const json_t *obj)
     struct op_capture *c = ud;
     size_t n = 0;
     char **pods = status_pods(obj, &n);
-    if (!pods)
-        return;
-    pthread_mutex_lock(&c->lock);
-    struct run *r = run_find(c, key);
-    if (!r)
-        r = run_new(c, key, op_str2(obj, "metadata", "uid"));
-    if (r && !r->live && !r->finished && !r->n &&
-        op_holds_claim(c->holds, r, key, pods, n, NULL) == 0) {
-        r->pods = pods; /* files: the re-dispatch's claim sets them */
-        r->n = n;
-        pods = NULL;
-    }
-    pthread_mutex_unlock(&c->lock);
-    free_list(pods, n);
+    if (pods)
+        op_runs_adopt(c->runs, key, op_str2(obj, "metadata", "uid"), pods, n);
 }
 
 void op_capture_adopt(struct op_capture *c)
@@ -587,52 +350,14 @@ void op_capture_adopt(struct op_capture *c)
 
 size_t op_capture_live(struct op_capture *c)
 {
-    size_t n = 0;
-    pthread_mutex_lock(&c->lock);
-    for (struct run *r = c->runs; r; r = r->next)
-        n += r->live;
-    pthread_mutex_unlock(&c->lock);
-    return n;
-}
-
-/* Wait (lock held) until no run is live or until the monotonic deadline. */
-static void wait_live(struct op_capture *c, int64_t until)
-{
-    struct timespec ts = {until / SEC, until % SEC};
-    for (;;) {
-        bool any = false;
-        for (struct run *r = c->runs; r; r = r->next)
-            any |= r->live;
-        if (!any || k8s_mono_ns() >= until)
-            return;
-        pthread_cond_timedwait(&c->cond, &c->lock, &ts);
-    }
-}
-
-/* Cancel (lock held) the live runs that would still run at `until`
- * (INT64_MAX: every live run), marking them interrupted or discarded. */
-static void cancel_live(struct op_capture *c, int64_t until, bool discard, const char *reason)
-{
-    for (struct run *r = c->runs; r; r = r->next)
-        if (r->live && (until == INT64_MAX || r->expected_end_mono > until)) {
-            if (discard)
-                r->discard = true;
-            else
-                r->interrupted = true;
-            c->d.api.cancel(c->d.api.ud, r->batch, reason);
-        }
+    return op_runs_live(c->runs);
 }
 
 /* Record every outcome now known (shutdown: nobody else reconciles). */
 static void record_finished(struct op_capture *c)
 {
     for (;;) {
-        char *key = NULL;
-        pthread_mutex_lock(&c->lock);
-        for (struct run *r = c->runs; r && !key; r = r->next)
-            if (r->finished && r->key[0])
-                key = strdup(r->key);
-        pthread_mutex_unlock(&c->lock);
+        char *key = op_runs_next_finished(c->runs);
         if (!key)
             return;
         int64_t after;
@@ -643,36 +368,20 @@ static void record_finished(struct op_capture *c)
             c->d.api.get(c->d.api.ud, ns, name, &obj, &err) == 0)
             (void)step(c, obj, key, &after, &err);
         json_decref(obj);
-        pthread_mutex_lock(&c->lock);
-        struct run *r = run_find(c, key);
-        if (r && r->finished) /* could not write it: give up on this one */
-            run_drop(c, r);
-        pthread_mutex_unlock(&c->lock);
+        op_runs_drop_finished(c->runs, key); /* could not write it: give up on it */
         free(key);
     }
 }
 
 void op_capture_shutdown(struct op_capture *c, int64_t grace_ns)
 {
-    static const char why[] = "interrupted: the operator is shutting down";
-    int64_t until = k8s_mono_ns() + grace_ns;
-    pthread_mutex_lock(&c->lock);
-    c->stopping = true;
-    cancel_live(c, until, false, why); /* cannot end in time: stop it now */
-    wait_live(c, until);
-    cancel_live(c, INT64_MAX, false, why);
-    wait_live(c, k8s_mono_ns() + SEC);
-    pthread_mutex_unlock(&c->lock);
+    op_runs_shutdown(c->runs, grace_ns, "interrupted: the operator is shutting down");
     record_finished(c);
 }
 
 void op_capture_abandon(struct op_capture *c)
 {
-    pthread_mutex_lock(&c->lock);
-    c->stopping = true;
-    cancel_live(c, INT64_MAX, true, "cancelled: leadership lost");
-    wait_live(c, k8s_mono_ns() + SEC);
-    pthread_mutex_unlock(&c->lock);
+    op_runs_abandon(c->runs, "cancelled: leadership lost");
 }
 
 void op_capture_free(struct op_capture *c)
@@ -680,10 +389,6 @@ void op_capture_free(struct op_capture *c)
     if (!c)
         return;
     op_capture_abandon(c);
-    while (c->runs)
-        run_drop(c, c->runs);
-    op_holds_free(c->holds);
-    pthread_cond_destroy(&c->cond);
-    pthread_mutex_destroy(&c->lock);
+    op_runs_free(c->runs);
     free(c);
 }

@@ -20,8 +20,8 @@
  * dropped instead of retried.
  *
  * At most one capture per pod, for any interleaving (DESIGN §4.2): a
- * capture claims its target pods in op_holds in the same step as it
- * decides to run, before it writes Running, and gives them up only once
+ * capture claims its target pods (op_runs, in op_holds) in the same step
+ * as it decides to run, before it writes Running, and gives them up only once
  * its RPCs are over and its outcome is written (or it is gone); a
  * capture that finds a pod held waits in Pending with a message naming
  * the pod and the holder, and looks again every 2 s. A capture found
@@ -30,10 +30,10 @@
  * is re-dispatched, so the new leader resumes it before anything new
  * takes its pods.
  *
- * In memory per resource: the live batch, its pod claims, results not yet
- * written, and the resourceVersion of our last write (a cache older than
- * that is bypassed with a GET, so a stale Running is never mistaken for an
- * interrupted capture).
+ * In memory per resource (op_runs, this module's record): the live batch,
+ * its pod claims, results not yet written, and the resourceVersion of our
+ * last write (a cache older than that is bypassed with a GET, so a stale
+ * Running is never mistaken for an interrupted capture).
  *
  * Thread-safety: op_capture_reconcile from any number of workers, never
  * two with the same key at once (the work queue's guarantee); the relay

@@ -1,6 +1,5 @@
 #include "op_controller.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@
 #include "op_queue.h"
 #include "op_relay.h"
 #include "op_status.h"
+#include "op_ticker.h"
 
 #define QUEUE_MAX_DELAY (30 * K8S_NSEC_PER_SEC)
 
@@ -109,13 +109,8 @@ struct op_controller {
     struct op_api_io io; /* what the capture reconciler reaches */
     struct op_capture *capture;
     struct op_audit *audit;
-    struct op_manager mgr; /* the workers running the capture reconciler */
-    bool leading;
-    pthread_t audit_thread, resync_thread;
-    bool audit_started, resync_started;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    bool stop;
+    struct op_manager mgr;                          /* the workers running the capture reconciler */
+    struct op_ticker *audit_ticker, *resync_ticker; /* resync: NULL when its period is 0 */
 };
 
 /* ---------- caches → queue ---------- */
@@ -204,49 +199,45 @@ static enum op_result reconcile_capture(void *ud, const char *key, int64_t *afte
     return op_capture_reconcile(ud, key, after, err);
 }
 
-static void *auditor(void *arg)
+/* The audit's rescan, once the caches have synced; with Events when
+ * this replica leads. */
+static void audit_job(void *ud, bool leading)
 {
-    struct op_controller *c = arg;
-    pthread_mutex_lock(&c->lock);
-    while (!c->stop) {
-        bool lead = c->leading;
-        pthread_mutex_unlock(&c->lock);
-        if (op_controller_synced(c, NULL, 0))
-            op_audit_scan(c->audit, lead);
-        int64_t until = k8s_mono_ns() + c->cfg->audit_interval_ns;
-        struct timespec ts = {until / K8S_NSEC_PER_SEC, until % K8S_NSEC_PER_SEC};
-        pthread_mutex_lock(&c->lock);
-        if (!c->stop)
-            pthread_cond_timedwait(&c->cond, &c->lock, &ts);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
+    struct op_controller *c = ud;
+    if (op_controller_synced(c, NULL, 0))
+        op_audit_scan(c->audit, leading);
 }
 
 /* The safety net under the watches (client-go's resync): every period,
  * the leader queues every unfinished capture again. */
-static void *resyncer(void *arg)
+static void resync_job(void *ud, bool leading)
 {
-    struct op_controller *c = arg;
-    int64_t period = c->cfg->resync_period_ns, next = k8s_mono_ns() + period;
-    pthread_mutex_lock(&c->lock);
-    while (!c->stop) {
-        struct timespec ts = {next / K8S_NSEC_PER_SEC, next % K8S_NSEC_PER_SEC};
-        if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) != ETIMEDOUT)
-            continue; /* woken for another reason: the same deadline */
-        next = k8s_mono_ns() + period;
-        bool lead = c->leading;
-        pthread_mutex_unlock(&c->lock);
-        if (lead) {
-            struct op_map_ctx ctx = map_ctx(c);
-            op_map_unfinished(&ctx, NULL);
-            k8s_log_json(K8S_LOG_DEBUG, "resync: unfinished captures queued again",
-                         json_pack("{s:I}", "queued", (json_int_t)op_queue_len(c->queue)));
-        }
-        pthread_mutex_lock(&c->lock);
-    }
-    pthread_mutex_unlock(&c->lock);
-    return NULL;
+    struct op_controller *c = ud;
+    if (!leading)
+        return;
+    struct op_map_ctx ctx = map_ctx(c);
+    op_map_unfinished(&ctx, NULL);
+    k8s_log_json(K8S_LOG_DEBUG, "resync: unfinished captures queued again",
+                 json_pack("{s:I}", "queued", (json_int_t)op_queue_len(c->queue)));
+}
+
+static void tickers_lead(struct op_controller *c, bool leading)
+{
+    if (c->audit_ticker)
+        op_ticker_lead(c->audit_ticker, leading);
+    if (c->resync_ticker)
+        op_ticker_lead(c->resync_ticker, leading);
+}
+
+static int start_tickers(struct op_controller *c, struct k8s_error *err)
+{
+    struct op_ticker_job audit = {audit_job, c, c->cfg->audit_interval_ns, .at_once = true};
+    struct op_ticker_job resync = {resync_job, c, c->cfg->resync_period_ns};
+    if (op_ticker_start(&audit, &c->audit_ticker) < 0)
+        return k8s_error_set(err, -K8S_EIO, "cannot start the audit thread");
+    if (resync.period_ns > 0 && op_ticker_start(&resync, &c->resync_ticker) < 0)
+        return k8s_error_set(err, -K8S_EIO, "cannot start the resync thread");
+    return 0;
 }
 
 /* ---------- metrics ---------- */
@@ -324,8 +315,6 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     c->cfg = cfg;
     c->client = client;
     c->metrics = metrics;
-    pthread_mutex_init(&c->lock, NULL);
-    k8s_cond_init_mono(&c->cond);
     /* a reconcile that keeps failing (the API server away) waits at most as
      * long as a watch does: it goes on soon after the server is back */
     struct op_queue_opts qo = {.max_delay_ns = QUEUE_MAX_DELAY};
@@ -347,13 +336,7 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     }
     if (r == 0 && !(c->audit = op_audit_new(client, stores_now, c, metrics, cfg->identity)))
         r = k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
-    if (r == 0 && pthread_create(&c->audit_thread, NULL, auditor, c) != 0)
-        r = k8s_error_set(reterr, -K8S_EIO, "cannot start the audit thread");
-    c->audit_started = r == 0;
-    if (r == 0 && cfg->resync_period_ns > 0 &&
-        pthread_create(&c->resync_thread, NULL, resyncer, c) != 0)
-        r = k8s_error_set(reterr, -K8S_EIO, "cannot start the resync thread");
-    c->resync_started = r == 0 && cfg->resync_period_ns > 0;
+    r = r ? r : start_tickers(c, reterr);
     if (r < 0) {
         op_controller_free(c);
         return r;
@@ -379,10 +362,7 @@ void op_controller_lead(struct op_controller *c)
 {
     if (c->mgr.n || !op_controller_synced(c, NULL, 0))
         return;
-    pthread_mutex_lock(&c->lock);
-    c->leading = true;
-    pthread_cond_broadcast(&c->cond); /* audit now with events */
-    pthread_mutex_unlock(&c->lock);
+    tickers_lead(c, true);        /* the audit runs now, with Events */
     op_capture_adopt(c->capture); /* who holds which pod, before anything is dispatched */
     struct op_map_ctx ctx = map_ctx(c);
     op_map_unfinished(&ctx, NULL);
@@ -395,9 +375,7 @@ static void stop_workers(struct op_controller *c)
 {
     op_queue_shutdown(c->queue);
     op_manager_stop(&c->mgr);
-    pthread_mutex_lock(&c->lock);
-    c->leading = false;
-    pthread_mutex_unlock(&c->lock);
+    tickers_lead(c, false);
 }
 
 void op_controller_shutdown(struct op_controller *c, int64_t grace_ns)
@@ -418,14 +396,8 @@ void op_controller_free(struct op_controller *c)
         return;
     if (c->queue)
         stop_workers(c);
-    pthread_mutex_lock(&c->lock);
-    c->stop = true;
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-    if (c->audit_started)
-        pthread_join(c->audit_thread, NULL);
-    if (c->resync_started)
-        pthread_join(c->resync_thread, NULL);
+    op_ticker_free(c->audit_ticker);
+    op_ticker_free(c->resync_ticker);
     for (int k = 0; k < N_SRC; k++)
         k8s_watch_free(c->src[k].watch);
     op_relay_free(c->relay); /* cancels what is left: callbacks reach the capture */
@@ -434,7 +406,5 @@ void op_controller_free(struct op_controller *c)
     for (int k = 0; k < N_SRC; k++)
         k8s_store_free(c->src[k].store);
     op_queue_free(c->queue);
-    pthread_cond_destroy(&c->cond);
-    pthread_mutex_destroy(&c->lock);
     free(c);
 }

@@ -17,11 +17,12 @@
  * connections): a relist of the resources queues every difference the
  * gap hid (a deletion too, which cancels the RPCs), a relist of pods or
  * workloads queues every unfinished capture, and every --resync-period
- * (5m) the leader queues every unfinished capture again, the safety net.
+ * (5m) the leader queues every unfinished capture again, the safety net
+ * (a timer of its own, op_ticker).
  * A reconcile that keeps failing waits at most 30 s between attempts. A
  * workload kind whose CRD is not installed is empty and watched within
  * 10 s of its creation (k8s_watch). The audit (op_audit) rescans every
- * 15 s.
+ * 15 s (op_ticker), and at once when this replica comes to lead.
  *
  * Thread-safety: the public functions are for main's thread.
  */

@@ -150,11 +150,7 @@ static const struct k8s_flag flags[] = {
     {"namespace", K8S_FLAG_STRING, AT(o.namespace),
      "the release namespace (the default is $POD_NAMESPACE when set)"},
     {"deployment", K8S_FLAG_STRING, AT(o.deployment), "the operator's Deployment"},
-    {"timeout", K8S_FLAG_DURATION, AT(o.timeout_ns),
-     "keep trying this long while the install settles (0: once)", 0, 3600 * SEC},
-    {"interval", K8S_FLAG_DURATION, AT(o.interval_ns), "between attempts", SEC / 1000, 600 * SEC},
-    {"kubeconfig", K8S_FLAG_STRING, AT(kubeconfig),
-     "kubeconfig for out-of-cluster use (empty: the in-cluster service account)"},
+    K8S_FLAG_ROWS_SELFTEST(struct cli, o.timeout_ns, o.interval_ns, kubeconfig),
     {NULL},
 };
 

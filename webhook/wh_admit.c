@@ -122,6 +122,7 @@ static int decide(const struct wh_admit_ctx *ctx, const struct wh_review *rv, in
         return mo->warnings ? 0 : -K8S_ENOMEM;
     }
     struct wh_mutate_in in = {.pod = rv->object,
+                              .spec = &rv->spec,
                               .ns = rv->ns,
                               .path = "",
                               .now = time(NULL),
@@ -207,5 +208,6 @@ static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, i
     k8s_arena_forget(&mo.warnings);
     k8s_jsonpatch_text_done(&mo.text);
     k8s_arena_forget(&rv.root);
+    wh_podspec_done(&rv.spec);
     return r;
 }

@@ -345,17 +345,18 @@ static void parse_refs(struct plan *p, size_t j)
 {
     const char *v = p->set->v[j].value;
     p->n_refs[j] = 0;
-    /* from '$' to '$': most of our values have none */
     for (const char *q = v ? strchr(v, '$') : NULL; q && p->n_refs[j] < WH_REFS_MAX;
-         q = strchr(q, '$')) {
-        const char *close = q[1] == '(' ? strchr(q + 2, ')') : NULL;
-        if (!close) {
-            q += q[1] == '$' ? 2 : 1;
+         q = strchr(q + 1, '$')) {
+        if (q[0] == '$' && q[1] == '$') {
+            q++;
             continue;
         }
+        const char *close = q[0] == '$' && q[1] == '(' ? strchr(q + 2, ')') : NULL;
+        if (!close)
+            continue;
         p->ref_name[j][p->n_refs[j]] = q + 2;
         p->ref_len[j][p->n_refs[j]++] = (size_t)(close - q - 2);
-        q = close + 1;
+        q = close;
     }
 }
 
@@ -539,33 +540,14 @@ static int whole_env(const struct wh_envset *set, const char *cpath,
     return r ? r : k8s_jsonpatch_text_end(patch);
 }
 
-/* One user variable. Members are walked in order and told apart by
- * length rather than looked up by name: an env list can hold hundreds of
- * entries, and hashing three keys per entry was most of this function. */
-static void read_entry(const json_t *e, struct entry *out)
+/* One user variable, as the pod spec reader found it. */
+static void read_entry(const struct wh_envvar *e, struct entry *out)
 {
-    json_t *o = (json_t *)e;
-    for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it)) {
-        const char *k = json_object_iter_key(it);
-        const json_t *v = json_object_iter_value(it);
-        switch (json_object_iter_key_len(it)) {
-        case 4:
-            if (!memcmp(k, "name", 4) && json_is_string(v)) {
-                out->name = json_string_value(v);
-                out->len = json_string_length(v);
-            }
-            break;
-        case 5:
-            if (!memcmp(k, "value", 5) && json_is_string(v)) {
-                out->value = json_string_value(v);
-                out->has_ref = has_ref(out->value, json_string_length(v));
-            }
-            break;
-        case 9:
-            out->value_from |= !memcmp(k, "valueFrom", 9);
-            break;
-        }
-    }
+    *out = (struct entry){.name = e->name,
+                          .len = e->name ? e->len : 0,
+                          .value = e->value,
+                          .value_from = e->value_from,
+                          .has_ref = e->value && has_ref(e->value, e->vlen)};
 }
 
 /* ---------- the user's own OpenTelemetry settings ---------- */
@@ -648,11 +630,11 @@ static void warn_skips(const struct plan *p, const char *const cause[2], const c
 
 /* Read the user's variables; the index of their OTEL_RESOURCE_ATTRIBUTES
  * (SIZE_MAX: none). */
-static size_t read_env(struct plan *p, const json_t *env)
+static size_t read_env(struct plan *p, const struct wh_envvar *env)
 {
     size_t attrs_idx = SIZE_MAX;
     for (size_t i = 0; i < p->n_user; i++) {
-        read_entry(json_array_get(env, i), &p->user[i]);
+        read_entry(&env[i], &p->user[i]);
         if (p->user[i].len == sizeof(ATTRS_VAR) - 1 && !strcmp(p->user[i].name, ATTRS_VAR) &&
             attrs_idx == SIZE_MAX)
             attrs_idx = i;
@@ -664,8 +646,12 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
                  bool merge, json_t *patch, json_t *warnings, int *ret_added)
 {
     struct k8s_jsonpatch_text text;
+    struct wh_container c;
+    if (wh_container_from_json(container, &c) < 0)
+        return -K8S_ENOMEM;
     k8s_jsonpatch_text_init(&text);
-    int r = wh_env_patch_text(set, container, cpath, merge, &text, warnings, ret_added);
+    int r = wh_env_patch_text(set, &c, cpath, merge, &text, warnings, ret_added);
+    wh_container_done(&c);
     json_t *ops = r == 0 ? k8s_jsonpatch_text_tree(&text) : NULL;
     if (r == 0 && (!ops || json_array_extend(patch, ops) < 0))
         r = -K8S_ENOMEM;
@@ -674,24 +660,24 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
     return r;
 }
 
-int wh_env_patch_text(const struct wh_envset *set, const json_t *container, const char *cpath,
+int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c, const char *cpath,
                       bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
                       int *ret_added)
 {
-    const char *cname = json_string_value(json_object_get(container, "name"));
-    const json_t *env = json_object_get(container, "env");
+    const char *cname = c->name;
     *ret_added = 0;
-    if (!env || json_is_null(env))
+    if (c->env_shape == WH_SHAPE_ABSENT || c->env_shape == WH_SHAPE_NULL)
         return whole_env(set, cpath, patch, ret_added);
-    if (!json_is_array(env)) {
+    if (c->env_shape != WH_SHAPE_LIST) {
         wh_warnf(warnings, "container %s: env is not a list; not injected", cname);
         return 0;
     }
-    struct plan p = {.set = set, .n_user = json_array_size(env)};
-    p.user = calloc(p.n_user + 1, sizeof(*p.user));
+    struct plan p = {.set = set, .n_user = c->n_env};
+    p.user = malloc((p.n_user + 1) * sizeof(*p.user)); /* read_env sets every entry */
     if (!p.user)
         return -K8S_ENOMEM;
-    size_t attrs_idx = read_env(&p, env);
+    p.user[p.n_user] = (struct entry){0};
+    size_t attrs_idx = read_env(&p, c->env);
     const char *cause[2] = {NULL, NULL};
     precedence(&p, attrs_idx != SIZE_MAX ? &p.user[attrs_idx] : NULL, cause);
     int r = 0;

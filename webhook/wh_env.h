@@ -34,6 +34,7 @@
 #include "wh_attrs.h"
 #include "wh_config.h"
 #include "wh_identity.h"
+#include "wh_podspec.h"
 
 /* The injected variables, in dependency order: the rows of the table in
  * wh_env.c (DESIGN §3.5's env table). */
@@ -99,7 +100,7 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
                  bool merge, json_t *patch, json_t *warnings, int *ret_added) K8S_MUST_CHECK;
 /* The same operations written as text (the admission path): appended to
  * patch, whose text is unusable after a failure. */
-int wh_env_patch_text(const struct wh_envset *set, const json_t *container, const char *cpath,
+int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c, const char *cpath,
                       bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
                       int *ret_added) K8S_MUST_CHECK;
 

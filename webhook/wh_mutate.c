@@ -19,7 +19,7 @@
 #include "wh_warn.h"
 
 struct target {
-    const json_t *c;
+    const struct wh_container *c;
     char path[320]; /* JSON Pointer of the container */
     const char *name;
 };
@@ -30,8 +30,9 @@ struct ctx {
     const struct wh_lookup *lk;
     const struct wh_mutate_in *in;
     struct wh_mutate_out *out;
-    const json_t *meta; /* the pod's metadata (may be NULL) */
-    const json_t *spec;
+    const json_t *meta;          /* the pod's metadata (may be NULL) */
+    const struct wh_podspec *ps; /* in->spec, or own read from the pod */
+    struct wh_podspec own;
     json_t *ns_meta; /* namespace metadata, NULL when unknown */
     struct wh_workload wl;
     struct target *t; /* one slot per container and init container */
@@ -53,15 +54,24 @@ K8S_PRINTF(2, 3) static void set_reason(struct wh_mutate_out *out, const char *f
 
 /* ---------- shape and targets ---------- */
 
+/* The pod's spec as the reader gives it: the caller's, or read here. */
+static int read_spec(struct ctx *x)
+{
+    x->ps = x->in->spec;
+    if (x->ps)
+        return 0;
+    x->ps = &x->own;
+    return wh_podspec_from_json(json_object_get(x->in->pod, "spec"), &x->own);
+}
+
 static bool shape_ok(struct ctx *x)
 {
     const json_t *pod = x->in->pod;
     x->meta = json_object_get(pod, "metadata");
-    x->spec = json_object_get(pod, "spec");
     const char *bad = !json_is_object(pod)                  ? "pod is not an object"
                       : x->meta && !json_is_object(x->meta) ? "metadata is not an object"
-                      : !json_is_object(x->spec)            ? "spec is missing"
-                      : !json_is_array(json_object_get(x->spec, "containers"))
+                      : x->ps->shape != WH_SHAPE_LIST       ? "spec is missing"
+                      : x->ps->list[WH_CONTAINERS].shape != WH_SHAPE_LIST
                           ? "spec.containers is not a list"
                           : NULL;
     if (!bad)
@@ -91,17 +101,15 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
-static void add_targets(struct ctx *x, const char *field, bool sidecars_only, const char *only)
+static void add_targets(struct ctx *x, enum wh_podspec_list l, bool sidecars_only, const char *only)
 {
-    size_t i;
-    json_t *c;
-    json_array_foreach(json_object_get(x->spec, field), i, c)
-    {
-        const char *name = str_at(c, "name");
-        if (!json_is_object(c) || !name || x->nt == x->cap)
+    const char *field = wh_podspec_list_name(l);
+    for (size_t i = 0; i < x->ps->list[l].n; i++) {
+        const struct wh_container *c = &x->ps->list[l].c[i];
+        const char *name = c->name;
+        if (!c->is_object || !name || x->nt == x->cap)
             continue;
-        if (sidecars_only &&
-            !(str_at(c, "restartPolicy") && !strcmp(str_at(c, "restartPolicy"), "Always")))
+        if (sidecars_only && !(c->restart_policy && !strcmp(c->restart_policy, "Always")))
             continue; /* a plain init container: runs to completion before the app */
         if (wh_config_skips(x->cfg, name) || (only && !in_list(only, name)))
             continue;
@@ -130,13 +138,12 @@ static void warn_unmatched(struct ctx *x, const char *only)
 static int find_targets(struct ctx *x)
 {
     const char *only = wh_meta_annotation(x->meta, K8S_ANN_CONTAINERS);
-    x->cap = json_array_size(json_object_get(x->spec, "containers")) +
-             json_array_size(json_object_get(x->spec, "initContainers"));
+    x->cap = x->ps->list[WH_CONTAINERS].n + x->ps->list[WH_INIT_CONTAINERS].n;
     x->t = calloc(x->cap ? x->cap : 1, sizeof(*x->t));
     if (!x->t)
         return -K8S_ENOMEM;
-    add_targets(x, "containers", false, only);
-    add_targets(x, "initContainers", true, only);
+    add_targets(x, WH_CONTAINERS, false, only);
+    add_targets(x, WH_INIT_CONTAINERS, true, only);
     if (only)
         warn_unmatched(x, only);
     return 0;
@@ -424,19 +431,20 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
 
 enum mount_state { M_ADD, M_PRESENT, M_TAKEN, M_BAD };
 
-static enum mount_state mount_state(const json_t *c)
+static bool absent(enum wh_shape s)
 {
-    const json_t *mounts = json_object_get(c, "volumeMounts");
-    if (!mounts || json_is_null(mounts))
+    return s == WH_SHAPE_ABSENT || s == WH_SHAPE_NULL;
+}
+
+static enum mount_state mount_state(const struct wh_container *c)
+{
+    if (absent(c->mounts_shape))
         return M_ADD;
-    if (!json_is_array(mounts))
+    if (c->mounts_shape != WH_SHAPE_LIST)
         return M_BAD;
-    size_t i;
-    json_t *m;
     enum mount_state st = M_ADD;
-    json_array_foreach(mounts, i, m)
-    {
-        const char *name = str_at(m, "name"), *path = str_at(m, "mountPath");
+    for (size_t i = 0; i < c->n_mounts; i++) {
+        const char *name = c->mounts[i].name, *path = c->mounts[i].mount_path;
         if (name && !strcmp(name, WH_VOLUME_NAME))
             return M_PRESENT;
         if (path && !strcmp(path, WH_MOUNT_PATH))
@@ -445,16 +453,11 @@ static enum mount_state mount_state(const json_t *c)
     return st;
 }
 
-static bool has_volume(const json_t *vols)
+static bool has_volume(const struct wh_podspec *ps)
 {
-    size_t i;
-    json_t *v;
-    json_array_foreach(vols, i, v)
-    {
-        const char *name = str_at(v, "name");
-        if (name && !strcmp(name, WH_VOLUME_NAME))
+    for (size_t i = 0; i < ps->n_volumes; i++)
+        if (ps->volumes[i] && !strcmp(ps->volumes[i], WH_VOLUME_NAME))
             return true;
-    }
     return false;
 }
 
@@ -462,22 +465,22 @@ static bool has_volume(const json_t *vols)
  * *ret_present says whether the pod has it afterwards. */
 static int patch_volume(struct ctx *x, bool needed, bool *ret_present)
 {
-    const json_t *vols = json_object_get(x->spec, "volumes");
+    enum wh_shape vols = x->ps->volumes_shape;
     char base[400];
     snprintf(base, sizeof(base), "%s/spec/volumes", x->in->path);
     *ret_present = false;
-    if (vols && !json_is_null(vols) && !json_is_array(vols)) {
+    if (vols == WH_SHAPE_OTHER) {
         wh_warnf(x->out->warnings, "spec.volumes is not a list; " WH_VOLUME_NAME " not mounted");
         return 0;
     }
-    if (vols && json_is_array(vols) && has_volume(vols)) {
+    if (vols == WH_SHAPE_LIST && has_volume(x->ps)) {
         *ret_present = true;
         return 0;
     }
     if (!needed)
         return 0;
     *ret_present = true;
-    if (!vols || json_is_null(vols))
+    if (absent(vols))
         return add_written(x, base, write_volume, true);
     strcat(base, "/-");
     return add_written(x, base, write_volume, false);
@@ -495,9 +498,8 @@ static int patch_mount(struct ctx *x, const struct target *t, enum mount_state s
         wh_warnf(x->out->warnings, "container %s: volumeMounts is not a list", t->name);
     if (st != M_ADD)
         return 0;
-    const json_t *mounts = json_object_get(t->c, "volumeMounts");
     snprintf(base, sizeof(base), "%s/volumeMounts", t->path);
-    if (!mounts || json_is_null(mounts))
+    if (absent(t->c->mounts_shape))
         return add_written(x, base, write_mount, true);
     strcat(base, "/-");
     return add_written(x, base, write_mount, false);
@@ -595,7 +597,8 @@ int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
     if (r < 0)
         goto out_free_ctx;
     *x = (struct ctx){.cfg = cfg, .lk = lk, .in = in, .out = ret};
-    if (!shape_ok(x))
+    r = read_spec(x);
+    if (r < 0 || !shape_ok(x))
         goto out_free_ctx;
     r = decide(x);
     if (r < 0 || !ret->inject)
@@ -613,6 +616,7 @@ int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
 out_free_ctx:
     if (x) {
         wh_workload_done(&x->wl);
+        wh_podspec_done(&x->own);
         json_decref(x->ns_meta);
         free(x->t);
     }

@@ -11,18 +11,18 @@
 #define GROUP "admission.k8s.io/"
 
 /* The members of a review that the webhook reads (wh_mutate reads nothing
- * else of the pod); everything else is validated and skipped. */
-static const struct k8s_json_filter f_container[] = {
-    {"name", NULL}, {"env", NULL}, {"volumeMounts", NULL}, {"restartPolicy", NULL}, {NULL}};
-static const struct k8s_json_filter f_volume[] = {{"name", NULL}, {NULL}};
-static const struct k8s_json_filter f_spec[] = {
-    {"containers", f_container}, {"initContainers", f_container}, {"volumes", f_volume}, {NULL}};
+ * else of the pod); everything else is validated and skipped. The spec is
+ * read by wh_podspec in the same pass. */
+
 static const struct k8s_json_filter f_meta[] = {
     {"name", NULL},   {"generateName", NULL},      {"namespace", NULL},
     {"labels", NULL}, {"annotations", NULL},       {"ownerReferences", NULL},
     {"uid", NULL},    {"creationTimestamp", NULL}, {NULL}};
-static const struct k8s_json_filter f_object[] = {
-    {"apiVersion", NULL}, {"kind", NULL}, {"metadata", f_meta}, {"spec", f_spec}, {NULL}};
+static const struct k8s_json_filter f_object[] = {{"apiVersion", NULL},
+                                                  {"kind", NULL},
+                                                  {"metadata", f_meta},
+                                                  {"spec", NULL, wh_podspec_pull},
+                                                  {NULL}};
 static const struct k8s_json_filter f_request[] = {
     {"uid", NULL},        {"kind", NULL}, {"resource", NULL},  {"subResource", NULL},
     {"namespace", NULL},  {"name", NULL}, {"operation", NULL}, {"dryRun", NULL},
@@ -88,14 +88,17 @@ static void describe(struct wh_review *rv, const json_t *req)
 int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct k8s_error *reterr)
 {
     json_t *root = NULL;
-    int r = k8s_json_load_filtered(body, len, wh_review_filter, &root, reterr);
+    struct wh_podspec spec = {0};
+    int r = k8s_json_load_pull(body, len, wh_review_filter, &spec, &root, reterr);
     if (r < 0) {
+        wh_podspec_done(&spec);
         k8s_error_prefix(reterr, "request body is not valid JSON");
         return r;
     }
-    struct wh_review rv = {.root = root};
+    struct wh_review rv = {.root = root, .spec = spec};
     r = check_envelope(root, &rv.version, reterr);
     if (r < 0) {
+        wh_podspec_done(&rv.spec);
         json_decref(root);
         return r;
     }
@@ -120,6 +123,7 @@ void wh_review_done(struct wh_review *rv)
         return;
     json_decref(rv->root);
     rv->root = NULL;
+    wh_podspec_done(&rv->spec);
 }
 
 static const char *const api_versions[] = {GROUP "v1", GROUP "v1beta1"};

@@ -4,7 +4,8 @@
  * encoding the response with a base64 RFC 6902 patch and warnings.
  *
  * Thread-safety: reentrant. Ownership: struct wh_review owns the parsed
- * document; its string fields borrow from it until wh_review_done.
+ * document and the spec read from it; its string fields borrow from them
+ * until wh_review_done.
  */
 #ifndef WH_REVIEW_H
 #define WH_REVIEW_H
@@ -16,6 +17,7 @@
 #include "k8s_err.h"
 #include "k8s_jsonload.h"
 #include "k8s_jsonpatch_text.h"
+#include "wh_podspec.h"
 
 enum wh_review_version { WH_REVIEW_V1, WH_REVIEW_V1BETA1 };
 
@@ -23,10 +25,11 @@ struct wh_review {
     json_t *root;
     enum wh_review_version version;
     const char *uid;
-    const char *ns;        /* request.namespace, else object.metadata.namespace, else "" */
-    const char *operation; /* "" when absent */
-    const json_t *object;  /* request.object (NULL when absent) */
-    bool pod_create;       /* a CREATE of a core/v1 Pod (not a subresource) */
+    const char *ns;         /* request.namespace, else object.metadata.namespace, else "" */
+    const char *operation;  /* "" when absent */
+    const json_t *object;   /* request.object (NULL when absent), without its spec */
+    struct wh_podspec spec; /* request.object.spec, read in the same pass */
+    bool pod_create;        /* a CREATE of a core/v1 Pod (not a subresource) */
     bool dry_run;
     char what[300]; /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
 };
@@ -34,9 +37,10 @@ struct wh_review {
 /* What wh_review_decode keeps of a review (all else is validated, then
  * dropped): the envelope, request identity fields, and of the object its
  * metadata (name, generateName, namespace, labels, annotations,
- * ownerReferences, uid, creationTimestamp) and spec (containers and
- * initContainers with name, env, volumeMounts, restartPolicy; volume
- * names). The mutation core reads nothing else. */
+ * ownerReferences, uid, creationTimestamp); its spec is validated, left
+ * out of the tree and read by wh_podspec (containers and initContainers
+ * with name, env, volumeMounts, restartPolicy; volume names) for a pod
+ * CREATE. The mutation core reads nothing else. */
 extern const struct k8s_json_filter wh_review_filter[];
 
 /* Decode body[0..len). On failure returns -K8S_EPARSE (not JSON) or

@@ -7,9 +7,10 @@
  * The pod the patch is checked against is the review as jansson reads it,
  * or, when jansson refuses only a number beyond its range (the webhook
  * checks the members it skips for syntax alone, by design: k8s_jsonload.h),
- * the webhook's own view of it (wh_review_filter), which holds all that the
- * mutation reads and patches. Any other refusal of an admitted input is a
- * finding.
+ * the webhook's own view of it: wh_review_filter, with the spec members
+ * wh_podspec reads kept as a tree (view_filter below), which holds all
+ * that the mutation reads and patches. Any other refusal of an admitted
+ * input is a finding.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct wh_config cfg;
 static struct wh_admit_ctx ctx;
+static void view_filter_init(void);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -42,6 +44,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (wh_config_finish(&cfg, &err) < 0)
         abort();
     wh_admit_init(&ctx, &cfg, NULL, NULL);
+    view_filter_init();
     return 0;
 }
 
@@ -75,6 +78,39 @@ static json_t *patch_of(const json_t *resp)
     return p;
 }
 
+/* wh_review_filter with the spec kept as wh_podspec reads it. */
+static const struct k8s_json_filter f_container[] = {
+    {"name", NULL}, {"env", NULL}, {"volumeMounts", NULL}, {"restartPolicy", NULL}, {NULL}};
+static const struct k8s_json_filter f_volume[] = {{"name", NULL}, {NULL}};
+static const struct k8s_json_filter f_spec[] = {
+    {"containers", f_container}, {"initContainers", f_container}, {"volumes", f_volume}, {NULL}};
+static struct k8s_json_filter f_object[8], f_request[16], view_filter[8];
+
+/* Copy filter `from` into `to` with `key`'s entry replaced by `with`. */
+static void replace(struct k8s_json_filter *to, size_t cap, const struct k8s_json_filter *from,
+                    const char *key, struct k8s_json_filter with)
+{
+    size_t i = 0;
+    for (; from[i].key && i + 1 < cap; i++)
+        to[i] = strcmp(from[i].key, key) ? from[i] : with;
+    to[i] = (struct k8s_json_filter){NULL};
+}
+
+static void view_filter_init(void)
+{
+    const struct k8s_json_filter *req = NULL, *obj = NULL;
+    for (const struct k8s_json_filter *f = wh_review_filter; f->key; f++)
+        req = strcmp(f->key, "request") ? req : f->keep;
+    for (const struct k8s_json_filter *f = req; f && f->key; f++)
+        obj = strcmp(f->key, "object") ? obj : f->keep;
+    if (!obj)
+        abort();
+    replace(f_object, 8, obj, "spec", (struct k8s_json_filter){"spec", f_spec});
+    replace(f_request, 16, req, "object", (struct k8s_json_filter){"object", f_object});
+    replace(view_filter, 8, wh_review_filter, "request",
+            (struct k8s_json_filter){"request", f_request});
+}
+
 /* The review to check the patch against (see the top of the file). */
 static json_t *reference(const uint8_t *data, size_t size)
 {
@@ -87,7 +123,7 @@ static json_t *reference(const uint8_t *data, size_t size)
         abort();
     }
     struct k8s_error err;
-    if (k8s_json_load_filtered((const char *)data, size, wh_review_filter, &doc, &err) < 0) {
+    if (k8s_json_load_filtered((const char *)data, size, view_filter, &doc, &err) < 0) {
         fprintf(stderr, "admitted with a patch, yet its reader refuses it: %s\n", err.message);
         abort();
     }

@@ -3,7 +3,8 @@
  * filter both must accept exactly the same documents and build equal
  * values; with the admission filter it must never accept a document that
  * is malformed for any reason other than a number out of range in a
- * member it skips (those are checked for syntax only, by design).
+ * member it skips (those are checked for syntax only, by design), and the
+ * pod spec its pull reader gives must be the one jansson's tree holds.
  *
  * One jansson quirk is no finding: jansson 2.14 drops a NUL byte that
  * directly follows a number ("[1\0]" loads as [1]; its lexer ungets the NUL,
@@ -11,8 +12,9 @@
  * outside strings nor in them, so for such input jansson is no oracle and
  * the reader must refuse it.
  */
-#include <stdint.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,62 @@
 #include "wh_review.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A podspec as text: both readers must give the same. */
+static void put(FILE *f, const char *s)
+{
+    fprintf(f, s ? "\"%s\"" : "-", s);
+}
+
+static char *dump(const struct wh_podspec *s)
+{
+    char *out = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&out, &n);
+    fprintf(f, "%d", s->shape);
+    for (int l = 0; l < WH_NLISTS; l++) {
+        fprintf(f, "|%d:", s->list[l].shape);
+        for (size_t i = 0; i < s->list[l].n; i++) {
+            const struct wh_container *c = &s->list[l].c[i];
+            fprintf(f, "{%d ", c->is_object);
+            put(f, c->name);
+            put(f, c->restart_policy);
+            fprintf(f, " env%d:", c->env_shape);
+            for (size_t e = 0; e < c->n_env; e++) {
+                put(f, c->env[e].name);
+                put(f, c->env[e].value);
+                fprintf(f, "%zu,%zu,%d;", c->env[e].len, c->env[e].vlen, c->env[e].value_from);
+            }
+            fprintf(f, " m%d:", c->mounts_shape);
+            for (size_t m = 0; m < c->n_mounts; m++)
+                put(f, c->mounts[m].name), put(f, c->mounts[m].mount_path);
+            fprintf(f, "}");
+        }
+    }
+    fprintf(f, "|v%d:", s->volumes_shape);
+    for (size_t i = 0; i < s->n_volumes; i++)
+        put(f, s->volumes[i]);
+    fclose(f);
+    return out;
+}
+
+/* The spec read in the loader's pass equals the one read from jansson's tree. */
+static void same_spec(const json_t *doc, const struct wh_podspec *pulled)
+{
+    const json_t *req = json_object_get(doc, "request");
+    struct wh_podspec tree;
+    if (!json_is_object(doc) || !json_is_object(req) ||
+        wh_podspec_from_json(json_object_get(json_object_get(req, "object"), "spec"), &tree) < 0)
+        return;
+    char *a = dump(pulled), *b = dump(&tree);
+    if (strcmp(a, b)) {
+        fprintf(stderr, "pulled spec %s\n  tree spec %s\n", a, b);
+        abort();
+    }
+    free(a);
+    free(b);
+    wh_podspec_done(&tree);
+}
 
 static bool nul_after_digit(const uint8_t *data, size_t size)
 {
@@ -43,7 +101,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool range_only = r != 0 && (strstr(err.message, "too big integer") ||
                                  strstr(err.message, "real number overflow"));
     struct k8s_error ferr;
-    int f = k8s_json_load_filtered((const char *)data, size, wh_review_filter, &filtered, &ferr);
+    struct wh_podspec spec = {0};
+    int f = k8s_json_load_pull((const char *)data, size, wh_review_filter, &spec, &filtered, &ferr);
+    if (f == 0 && want)
+        same_spec(want, &spec);
+    wh_podspec_done(&spec);
     if (f == 0 && r != 0 && !range_only) /* skipped members: only ranges go unchecked */
         abort();
     json_decref(want);

@@ -420,3 +420,35 @@ Test(k8s_flags, a_command_prints_its_usage_and_refuses_positional_arguments)
     cr_expect_str_eq(json_string_value(json_object_get(j, "name")), "abc");
     json_decref(j);
 }
+
+struct selftest_cli {
+    struct {
+        int64_t timeout_ns, interval_ns;
+    } o;
+    const char *kubeconfig;
+};
+
+Test(k8s_flags, the_selftest_rows_set_the_members_named_and_keep_their_ranges)
+{
+    static const struct k8s_flag t[] = {
+        K8S_FLAG_ROWS_SELFTEST(struct selftest_cli, o.timeout_ns, o.interval_ns, kubeconfig),
+        {NULL},
+    };
+    cr_assert_eq(k8s_flags_count(t), 3);
+    struct selftest_cli c = {{0, 0}, ""};
+    struct k8s_error err = {0};
+    int argi = 1;
+    cr_assert_eq(
+        k8s_flags_parse(t, &c, 7,
+                        ARGV("--timeout=90s", "--interval", "1ms", "--kubeconfig", "/k", "x"),
+                        &argi, &err),
+        0, "%s", err.message);
+    cr_expect_eq(c.o.timeout_ns, 90 * K8S_NSEC_PER_SEC);
+    cr_expect_eq(c.o.interval_ns, K8S_NSEC_PER_MSEC);
+    cr_expect_str_eq(c.kubeconfig, "/k");
+    argi = 1;
+    cr_expect_eq(k8s_flags_parse(t, &c, 2, ARGV("--interval=0s"), &argi, &err), -K8S_EINVAL);
+    cr_expect_str_eq(err.message, "value \"0s\" for flag --interval is out of range");
+    argi = 1;
+    cr_expect_eq(k8s_flags_parse(t, &c, 2, ARGV("--timeout=2h"), &argi, &err), -K8S_EINVAL);
+}

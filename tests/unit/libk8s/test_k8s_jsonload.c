@@ -149,3 +149,144 @@ Test(k8s_jsonload, filter_still_rejects_bad_bytes_in_skipped_members)
         cr_assert(strstr(err.message, "(line 1, column"), "%s", err.message);
     }
 }
+
+/* ---------- readers of their own (pull) ---------- */
+
+struct pulled {
+    char seen[256]; /* every key and string the reader met, '|'-separated */
+    int calls, resets;
+    bool leave_open, fail;
+};
+
+static int walk(struct k8s_jpull *p, struct pulled *pd);
+
+static int walk_members(struct k8s_jpull *p, struct pulled *pd)
+{
+    int st = 0, m;
+    const char *k;
+    size_t n;
+    while ((m = k8s_jpull_member(p, &st, &k, &n)) > 0) {
+        snprintf(pd->seen + strlen(pd->seen), sizeof(pd->seen) - strlen(pd->seen), "%.*s|", (int)n,
+                 k);
+        if (walk(p, pd) < 0)
+            return -1;
+        if (pd->leave_open)
+            return 0;
+    }
+    return m;
+}
+
+static int walk(struct k8s_jpull *p, struct pulled *pd)
+{
+    const char *s;
+    size_t n;
+    int st = 0, e;
+    switch (k8s_jpull_peek(p)) {
+    case K8S_J_OBJECT:
+        return walk_members(p, pd);
+    case K8S_J_ARRAY:
+        while ((e = k8s_jpull_element(p, &st)) > 0)
+            if (walk(p, pd) < 0)
+                return -1;
+        return e;
+    case K8S_J_STRING:
+        if (k8s_jpull_string(p, &s, &n) < 0)
+            return -1;
+        snprintf(pd->seen + strlen(pd->seen), sizeof(pd->seen) - strlen(pd->seen), "%.*s|", (int)n,
+                 s);
+        return 0;
+    default:
+        return k8s_jpull_skip(p);
+    }
+}
+
+static int reader(struct k8s_jpull *p, void *arg)
+{
+    struct pulled *pd = arg;
+    if (!p)
+        return pd->resets++, pd->seen[0] = '\0', 0;
+    pd->calls++;
+    if (pd->fail)
+        return k8s_jpull_fail(p, "out of memory");
+    return walk(p, pd);
+}
+
+static const struct k8s_json_filter pull_in[] = {{"spec", NULL, reader}, {"name", NULL}, {NULL}};
+static const struct k8s_json_filter pull_top[] = {{"object", pull_in}, {NULL}};
+
+static int load_pulled(const char *doc, struct pulled *pd, json_t **ret, struct k8s_error *err)
+{
+    return k8s_json_load_pull(doc, strlen(doc), pull_top, pd, ret, err);
+}
+
+Test(k8s_jsonload, a_pull_reader_reads_its_member_in_the_same_pass)
+{
+    struct pulled pd = {0};
+    json_t *doc = NULL;
+    const char *text = "{\"object\":{\"name\":\"n\",\"spec\":{\"a\":[\"x\\u00e9\",{\"b\":1}],"
+                       "\"c\":null},\"other\":2}}";
+    cr_assert_eq(load_pulled(text, &pd, &doc, NULL), 0);
+    cr_expect_str_eq(pd.seen, "a|x\xc3\xa9|b|c|");
+    cr_expect_eq(pd.calls, 1);
+    json_t *obj = json_object_get(doc, "object");
+    cr_expect_null(json_object_get(obj, "spec"), "a pulled member is not kept");
+    cr_expect_str_eq(json_string_value(json_object_get(obj, "name")), "n");
+    json_decref(doc);
+}
+
+Test(k8s_jsonload, pulled_bytes_are_validated_like_the_rest)
+{
+    static const char *const bad[] = {
+        "{\"object\":{\"spec\":{\"a\":\"\\x\"}}}",     "{\"object\":{\"spec\":{\"a\":[1,]}}}",
+        "{\"object\":{\"spec\":{\"a\":\"\x01\"}}}",    "{\"object\":{\"spec\":{\"a\":\"\xc3\"}}}",
+        "{\"object\":{\"spec\":{\"a\" 1}}}",           "{\"object\":{\"spec\":{\"a\":01}}}",
+        "{\"object\":{\"spec\":{\"a\":\"\\ud800\"}}}", "{\"object\":{\"spec\":{\"a\":tru}}}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct pulled pd = {0};
+        json_t *doc = NULL;
+        struct k8s_error err = {0};
+        cr_expect_eq(load_pulled(bad[i], &pd, &doc, &err), -K8S_EPARSE, "%s", bad[i]);
+        cr_expect(strstr(err.message, "(line 1, column"), "%s: %s", bad[i], err.message);
+        cr_expect(json_loads(bad[i], 0, NULL) == NULL, "jansson refuses it too");
+    }
+}
+
+Test(k8s_jsonload, a_pull_reader_must_read_to_the_end)
+{
+    struct pulled pd = {.leave_open = true};
+    json_t *doc = NULL;
+    struct k8s_error err = {0};
+    cr_expect_eq(load_pulled("{\"object\":{\"spec\":{\"a\":1,\"b\":2}}}", &pd, &doc, &err),
+                 -K8S_EPARSE);
+    cr_expect(strstr(err.message, "not read to its end"), "%s", err.message);
+    pd = (struct pulled){.fail = true};
+    cr_expect_eq(load_pulled("{\"object\":{\"spec\":{}}}", &pd, &doc, &err), -K8S_ENOMEM);
+}
+
+Test(k8s_jsonload, of_duplicates_the_last_counts_for_pulled_members)
+{
+    struct pulled pd = {0};
+    json_t *doc = NULL;
+    cr_assert_eq(load_pulled("{\"object\":{\"spec\":[\"a\"],\"spec\":[\"b\"]}}", &pd, &doc, NULL),
+                 0);
+    cr_expect_eq(pd.calls, 2);
+    json_decref(doc);
+    pd = (struct pulled){0};
+    cr_assert_eq(load_pulled("{\"object\":{\"spec\":[\"a\"]},\"object\":{}}", &pd, &doc, NULL), 0);
+    cr_expect_geq(pd.resets, 2, "each object under the filter resets its readers");
+    cr_expect_str_eq(pd.seen, "", "the second object has no spec");
+    json_decref(doc);
+}
+
+Test(k8s_jsonload, a_document_read_by_a_reader_alone)
+{
+    struct pulled pd = {0};
+    const char *text = "[\"a\",{\"k\":\"v\"}]";
+    cr_expect_eq(k8s_json_pull_text(text, strlen(text), reader, &pd, NULL), 0);
+    cr_expect_str_eq(pd.seen, "a|k|v|");
+    struct k8s_error err = {0};
+    pd = (struct pulled){0};
+    cr_expect_eq(k8s_json_pull_text("[\"a\"] x", 7, reader, &pd, &err), -K8S_EPARSE);
+    cr_expect(strstr(err.message, "end of input expected"), "%s", err.message);
+}

@@ -122,36 +122,70 @@ Test(wh_review, decode_keeps_only_what_mutation_reads)
     struct wh_review rv;
     cr_assert_eq(decode_json(doc, &rv, NULL), 0);
     const json_t *meta = json_object_get(rv.object, "metadata");
-    const json_t *spec = json_object_get(rv.object, "spec");
     cr_expect_null(json_object_get(meta, "managedFields"));
     cr_expect_not_null(json_object_get(meta, "labels"));
     cr_expect_not_null(json_object_get(meta, "annotations"));
     cr_expect_not_null(json_object_get(meta, "ownerReferences"));
     cr_expect_str_eq(json_string_value(json_object_get(meta, "generateName")),
                      "train-workers-0-0-");
-    cr_expect_null(json_object_get(spec, "nodeSelector"));
     cr_expect_null(json_object_get(rv.object, "status"));
+    cr_expect_null(json_object_get(rv.object, "spec"), "the spec is read apart");
     cr_expect_null(json_object_get(json_object_get(rv.root, "request"), "userInfo"));
-    json_t *c = json_array_get(json_object_get(spec, "containers"), 0);
-    cr_expect_str_eq(json_string_value(json_object_get(c, "name")), "main");
-    cr_expect_not_null(json_object_get(c, "env"));
-    cr_expect_not_null(json_object_get(c, "volumeMounts"));
-    cr_expect_null(json_object_get(c, "image"));
-    cr_expect_null(json_object_get(c, "resources"));
-    json_t *ic = json_array_get(json_object_get(spec, "initContainers"), 0);
-    cr_expect_str_eq(json_string_value(json_object_get(ic, "restartPolicy")), "Always");
-    json_t *vol = json_array_get(json_object_get(spec, "volumes"), 0);
-    cr_expect_str_eq(json_string_value(json_object_get(vol, "name")), "data");
-    cr_expect_null(json_object_get(vol, "emptyDir"));
-    /* what is kept is kept whole */
-    json_t *want_env = json_object_get(
+    /* the spec, as wh_podspec reads it */
+    const struct wh_container *c = &rv.spec.list[WH_CONTAINERS].c[0];
+    cr_assert_eq(rv.spec.list[WH_CONTAINERS].n, 1);
+    cr_expect_str_eq(c->name, "main");
+    cr_expect_eq(c->env_shape, WH_SHAPE_LIST);
+    cr_expect_eq(c->mounts_shape, WH_SHAPE_LIST);
+    cr_assert_eq(rv.spec.list[WH_INIT_CONTAINERS].n, 1);
+    cr_expect_str_eq(rv.spec.list[WH_INIT_CONTAINERS].c[0].restart_policy, "Always");
+    cr_assert_geq(rv.spec.n_volumes, 1);
+    cr_expect_str_eq(rv.spec.volumes[0], "data");
+    /* every env entry, as the tree holds it */
+    const json_t *want_env = json_object_get(
         json_array_get(json_object_get(json_object_get(json_object_get(req(doc), "object"), "spec"),
                                        "containers"),
                        0),
         "env");
-    cr_expect(json_equal(json_object_get(c, "env"), want_env));
+    cr_assert_eq(c->n_env, json_array_size(want_env));
+    for (size_t i = 0; i < c->n_env; i++) {
+        const json_t *e = json_array_get(want_env, i);
+        cr_expect_str_eq(c->env[i].name, json_string_value(json_object_get(e, "name")));
+        if (json_object_get(e, "value"))
+            cr_expect_str_eq(c->env[i].value, json_string_value(json_object_get(e, "value")));
+        cr_expect_eq(c->env[i].value_from, json_object_get(e, "valueFrom") != NULL);
+    }
     wh_review_done(&rv);
     json_decref(doc);
+}
+
+Test(wh_review, the_last_spec_counts_and_an_object_without_one_has_none)
+{
+    const char *env = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"Pod\"},"
+                      "\"operation\":\"CREATE\",";
+    char body[512];
+    struct wh_review rv;
+    snprintf(body, sizeof(body),
+             "%s\"object\":{\"spec\":{\"containers\":[{\"name\":\"a\"}]},"
+             "\"spec\":{\"containers\":[{\"name\":\"b\"}]}}}}",
+             env);
+    cr_assert_eq(decode_str(body, &rv, NULL), 0);
+    cr_assert_eq(rv.spec.list[WH_CONTAINERS].n, 1);
+    cr_expect_str_eq(rv.spec.list[WH_CONTAINERS].c[0].name, "b");
+    wh_review_done(&rv);
+    snprintf(body, sizeof(body),
+             "%s\"object\":{\"spec\":{\"containers\":[]}},"
+             "\"object\":{\"metadata\":{}}}}",
+             env);
+    cr_assert_eq(decode_str(body, &rv, NULL), 0);
+    cr_expect_eq(rv.spec.shape, WH_SHAPE_ABSENT, "the first object's spec is not the pod's");
+    wh_review_done(&rv);
+    snprintf(body, sizeof(body),
+             "%s\"object\":{\"spec\":{\"containers\":[]}},\"object\":\"none\"}}", env);
+    cr_assert_eq(decode_str(body, &rv, NULL), 0);
+    cr_expect_eq(rv.spec.shape, WH_SHAPE_ABSENT, "an object that is no object has no spec");
+    wh_review_done(&rv);
 }
 
 Test(wh_review, decode_v1beta1)

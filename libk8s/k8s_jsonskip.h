@@ -1,0 +1,79 @@
+/*
+ * k8s_jsonskip — the fast lane of the validating JSON reader: finding
+ * where a value ends when it is written the way the API server writes
+ * (compact, plain ASCII strings, simple escapes), checking it on the way.
+ *
+ * k8s_json_plain_run finds the first byte of a string literal that needs a
+ * closer look (quote, backslash, control or non-ASCII byte), 16 at a time.
+ * k8s_json_skip_compact passes one value that holds nothing else: no
+ * whitespace, no \u escape, no non-ASCII byte. It answers only "valid,
+ * ends here" or "not for me" — never "invalid": on anything it does not
+ * take (including every error) it returns NULL and the caller's general
+ * reader reads the value from its start and reports what is wrong. Every
+ * value it accepts is one RFC 8259 accepts, with the same nesting limit.
+ *
+ * Thread-safety: pure functions.
+ */
+#ifndef K8S_JSONSKIP_H
+#define K8S_JSONSKIP_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "k8s_json_plain_run finds the first special byte of a word as its lowest bits"
+#endif
+
+/* Word-at-a-time test: the high bit of each byte of x that needs a closer
+ * look. Bits above the lowest may be false positives; the lowest is exact. */
+static inline uint64_t k8s_json_word_special(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
+    uint64_t zero_q = (quote - ones) & ~quote, zero_b = (bslash - ones) & ~bslash;
+    uint64_t ctrl = (x - ones * 0x20) & ~x; /* bytes < 0x20 */
+    return (zero_q | zero_b | ctrl | x) & highs;
+}
+
+/* The first byte at or after p that is a quote, a backslash, a control or
+ * a non-ASCII byte (end when none): 16 at a time with SSE2 (one signed
+ * compare finds both control and non-ASCII bytes), then 8, then 1. */
+static inline const unsigned char *k8s_json_plain_run(const unsigned char *p,
+                                                      const unsigned char *end)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  space = _mm_set1_epi8(0x20);
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        __m128i special =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                         _mm_cmplt_epi8(x, space));
+        unsigned mask = (unsigned)_mm_movemask_epi8(special);
+        if (mask)
+            return p + __builtin_ctz(mask);
+        p += 16;
+    }
+#endif
+    uint64_t w, m;
+    while (end - p >= 8) {
+        memcpy(&w, p, 8);
+        if ((m = k8s_json_word_special(w)))
+            return p + (__builtin_ctzll(m) >> 3); /* little-endian: lowest = first */
+        p += 8;
+    }
+    while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+        p++;
+    return p;
+}
+
+/* The end of the value at p (one past its last byte), or NULL when the
+ * value is not one this lane takes (see above). depth: containers already
+ * open around it; the value may open up to max_depth - depth more. */
+const unsigned char *k8s_json_skip_compact(const unsigned char *p, const unsigned char *end,
+                                           int depth, int max_depth);
+
+#endif

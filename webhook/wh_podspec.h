@@ -1,0 +1,99 @@
+/*
+ * wh_podspec — the few fields of a pod spec the mutation reads, as plain
+ * structs: each container's and init container's name, restartPolicy, env
+ * (name, value, valueFrom) and volumeMounts (name, mountPath), and the
+ * volumes' names. Nothing else of the spec is kept.
+ *
+ * Two readers fill the same struct, so the mutation has one input:
+ *   - wh_podspec_pull: a k8s_jsonload pull reader, so the spec is read
+ *     while the review is validated, in the same pass (wh_review names it
+ *     in its filter); no DOM, no hash table. wh_podspec_read does the
+ *     same for a spec's text alone.
+ *   - wh_podspec_from_json: from a jansson tree (the offline `inject`
+ *     command, tests).
+ * Both follow jansson's reading of a document: of duplicate keys the last
+ * counts; a member of the wrong type reads as absent (a string field as
+ * NULL) or, for a list, as WH_SHAPE_OTHER.
+ *
+ * Thread-safety: reentrant. Ownership: the struct owns its arrays and,
+ * from wh_podspec_read, the decoded strings; from wh_podspec_from_json
+ * the strings are borrowed from the tree. wh_podspec_done frees (safe on
+ * a zeroed struct). Failure: -K8S_ENOMEM, or -K8S_EPARSE when the text is
+ * not JSON; the struct is left empty (wh_podspec_pull: to be freed).
+ */
+#ifndef WH_PODSPEC_H
+#define WH_PODSPEC_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "k8s_err.h"
+#include "k8s_jsonload.h"
+
+/* How a member holds its list (or, for the spec, its object). */
+enum wh_shape {
+    WH_SHAPE_ABSENT,
+    WH_SHAPE_NULL,
+    WH_SHAPE_LIST, /* an array (the spec: an object) */
+    WH_SHAPE_OTHER /* anything else */
+};
+
+struct wh_envvar {
+    const char *name;  /* NULL unless a string */
+    size_t len;        /* of name */
+    const char *value; /* NULL unless a string */
+    size_t vlen;       /* of value */
+    bool value_from;   /* has a valueFrom member */
+};
+
+struct wh_mount {
+    const char *name, *mount_path; /* NULL unless strings */
+};
+
+struct wh_container {
+    bool is_object;             /* false: the element is not an object (all else empty) */
+    const char *name;           /* NULL unless a string */
+    const char *restart_policy; /* NULL unless a string */
+    enum wh_shape env_shape;
+    struct wh_envvar *env;
+    size_t n_env;
+    enum wh_shape mounts_shape;
+    struct wh_mount *mounts;
+    size_t n_mounts;
+};
+
+/* The container lists, in this order (their member names in the table of
+ * wh_podspec.c). */
+enum wh_podspec_list { WH_CONTAINERS, WH_INIT_CONTAINERS, WH_NLISTS };
+
+struct wh_podspec {
+    enum wh_shape shape; /* of spec: LIST = an object */
+    struct {
+        enum wh_shape shape;
+        struct wh_container *c;
+        size_t n;
+    } list[WH_NLISTS];
+    enum wh_shape volumes_shape;
+    const char **volumes; /* each volume's name, NULL unless a string */
+    size_t n_volumes;
+    char *pool; /* wh_podspec_read: the decoded strings */
+};
+
+/* The member name of a container list ("containers", "initContainers"). */
+const char *wh_podspec_list_name(enum wh_podspec_list l);
+
+/* The pull reader (k8s_json_pull_fn) for a spec member; arg is the
+ * struct wh_podspec, zeroed before the load. */
+int wh_podspec_pull(struct k8s_jpull *p, void *arg);
+/* Read spec text (not NUL-terminated; NULL: the spec is absent). */
+int wh_podspec_read(const char *text, size_t len, struct wh_podspec *ret) K8S_MUST_CHECK;
+/* Read a spec tree (NULL: absent). */
+int wh_podspec_from_json(const json_t *spec, struct wh_podspec *ret) K8S_MUST_CHECK;
+/* One container of a tree, into *ret (strings borrowed from c); free with
+ * wh_container_done. */
+int wh_container_from_json(const json_t *c, struct wh_container *ret) K8S_MUST_CHECK;
+void wh_container_done(struct wh_container *c);
+void wh_podspec_done(struct wh_podspec *s);
+
+#endif
