@@ -124,19 +124,13 @@ int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...)
     return 0;
 }
 
-int k8s_buf_reserve(struct k8s_buf *b, size_t n, char **ret_tail)
+int k8s_buf_reserve_slow(struct k8s_buf *b, size_t n, char **ret_tail)
 {
     int r = grow(b, n);
     if (r < 0)
         return r;
     *ret_tail = b->data + b->len;
     return 0;
-}
-
-void k8s_buf_commit(struct k8s_buf *b, size_t n)
-{
-    b->len += n;
-    b->data[b->len] = '\0';
 }
 
 char *k8s_buf_take(struct k8s_buf *b, size_t *ret_len)
@@ -181,4 +175,20 @@ int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
     *ret_buf = buf;
     *ret_len = n;
     return 0;
+}
+
+size_t k8s_strjoin(char *out, size_t cap, ...)
+{
+    va_list ap;
+    size_t len = 0;
+    va_start(ap, cap);
+    for (const char *s = va_arg(ap, const char *); s && len + 1 < cap;
+         s = va_arg(ap, const char *)) {
+        size_t n = strnlen(s, cap - 1 - len);
+        memcpy(out + len, s, n);
+        len += n;
+    }
+    va_end(ap);
+    out[len] = '\0';
+    return len;
 }

@@ -7,7 +7,8 @@
  * half-built data; appends report -K8S_ETOOBIG past the cap, -K8S_ENOMEM when
  * allocation fails.
  *
- * Thread-safety: none; a buffer belongs to one thread at a time.
+ * Thread-safety: none; a buffer belongs to one thread at a time
+ * (k8s_strjoin is reentrant).
  */
 #ifndef K8S_BUF_H
 #define K8S_BUF_H
@@ -55,10 +56,25 @@ int k8s_buf_cat(struct k8s_buf *b, ...) K8S_MUST_CHECK __attribute__((sentinel))
 int k8s_buf_append_int(struct k8s_buf *b, long long v) K8S_MUST_CHECK;
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...) K8S_PRINTF(2, 3) K8S_MUST_CHECK;
 
+int k8s_buf_reserve_slow(struct k8s_buf *b, size_t n, char **ret_tail) K8S_MUST_CHECK;
+
 /* Make room for n more bytes and point *ret_tail at where they go (valid
- * until the next call); then k8s_buf_commit(b, m) with m <= n adds them. */
-int k8s_buf_reserve(struct k8s_buf *b, size_t n, char **ret_tail) K8S_MUST_CHECK;
-void k8s_buf_commit(struct k8s_buf *b, size_t n);
+ * until the next call); then k8s_buf_commit(b, m) with m <= n adds them.
+ * Inline when they fit: writers reserve once and store bytes directly. */
+K8S_MUST_CHECK static inline int k8s_buf_reserve(struct k8s_buf *b, size_t n, char **ret_tail)
+{
+    if (n < b->alloc - b->len && n <= b->max - b->len) {
+        *ret_tail = b->data + b->len;
+        return 0;
+    }
+    return k8s_buf_reserve_slow(b, n, ret_tail);
+}
+
+static inline void k8s_buf_commit(struct k8s_buf *b, size_t n)
+{
+    b->len += n;
+    b->data[b->len] = '\0';
+}
 
 /* Hand the contents out (caller frees with free(); never NULL unless OOM:
  * an empty buffer yields ""). The buffer is reset to empty. */
@@ -72,5 +88,12 @@ int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
 
 /* Contents as a C string; "" while empty. Borrowed until the next call. */
 const char *k8s_buf_str(const struct k8s_buf *b);
+
+/* Not a k8s_buf: the strings of the NULL-ended list, one after the other,
+ * into the fixed array out[0..cap), cut and NUL-terminated as
+ * snprintf(out, cap, "%s%s...") would (cap > 0). Returns the length
+ * written. For fixed fields on the admission path, where printf's own
+ * cost was most of the copy. */
+size_t k8s_strjoin(char *out, size_t cap, ...) __attribute__((sentinel));
 
 #endif

@@ -19,26 +19,29 @@ static const unsigned char needs_escape[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, ['"'] = 1, ['\\'] = 1,
 };
 
-static int escape_byte(unsigned char c, struct k8s_buf *out)
+/* The letter of the two-character escapes (\b \f \n \r \t, \" \\); others
+ * are \u00XX. */
+static const char short_form[128] = {['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r',
+                                     ['\t'] = 't', ['"'] = '"',  ['\\'] = '\\'};
+
+static size_t escape_len(unsigned char c)
 {
-    switch (c) {
-    case '"':
-        return k8s_buf_append(out, "\\\"", 2);
-    case '\\':
-        return k8s_buf_append(out, "\\\\", 2);
-    case '\b':
-        return k8s_buf_append(out, "\\b", 2);
-    case '\f':
-        return k8s_buf_append(out, "\\f", 2);
-    case '\n':
-        return k8s_buf_append(out, "\\n", 2);
-    case '\r':
-        return k8s_buf_append(out, "\\r", 2);
-    case '\t':
-        return k8s_buf_append(out, "\\t", 2);
-    default:
-        return k8s_buf_printf(out, "\\u%04X", c);
+    return short_form[c] ? 2 : 6;
+}
+
+/* The escape of c (a byte needs_escape marks) at t; returns its end. */
+static char *escape_into(char *t, unsigned char c)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    t[0] = '\\';
+    if (short_form[c]) {
+        t[1] = short_form[c];
+        return t + 2;
     }
+    memcpy(t + 1, "u00", 3); /* jansson's "\\u%04X" */
+    t[4] = hex[c >> 4];
+    t[5] = hex[c & 15];
+    return t + 6;
 }
 
 /* The high bit of each byte of x that needs escaping (a quote, a
@@ -50,19 +53,25 @@ static uint64_t word_needs_escape(uint64_t x)
     return (((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs;
 }
 
+#ifdef __SSE2__
+/* Bit i set when byte i of x needs escaping. */
+static unsigned escape_mask(__m128i x)
+{
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  ctl = _mm_set1_epi8(0x1F);
+    __m128i esc = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
+                               _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl)); /* x <= 0x1F */
+    return (unsigned)_mm_movemask_epi8(esc);
+}
+#endif
+
 /* The first byte in [p, end) that needs escaping, or end: 16 bytes per
  * test with SSE2, 8 with the word test, then one by one. */
 static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
 {
 #ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                  ctl = _mm_set1_epi8(0x1F);
     while (end - p >= 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)p);
-        __m128i esc =
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                         _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl)); /* x <= 0x1F */
-        unsigned mask = (unsigned)_mm_movemask_epi8(esc);
+        unsigned mask = escape_mask(_mm_loadu_si128((const __m128i *)p));
         if (mask)
             return p + __builtin_ctz(mask);
         p += 16;
@@ -80,37 +89,118 @@ static const unsigned char *plain_run(const unsigned char *p, const unsigned cha
     return p;
 }
 
-/* The common case, a string with nothing to escape: quote, bytes, quote
- * in one copy when they fit (n + 2 < room: room for the NUL too). */
-static bool write_plain(const char *s, size_t n, struct k8s_buf *out)
+/* The escaped form of [p, end) at t, which has room for ESCAPED_MAX of
+ * it; returns the end. With SSE2 each 16 bytes are stored whole and the
+ * output advances to the first byte to escape, so a string with many
+ * quotes (our JSON-in-JSON values) costs a few instructions per escape. */
+#define ESCAPED_MAX(n) (6 * (n) + 16)
+_Static_assert(K8S_JSON_STRING_MAX(1) == ESCAPED_MAX(1) + 2, "the quotes beside");
+
+static char *escape_to(char *t, const unsigned char *p, const unsigned char *end)
 {
-    if (n + 2 >= out->alloc - out->len || n + 2 > out->max - out->len ||
+#ifdef __SSE2__
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        unsigned mask = escape_mask(x);
+        _mm_storeu_si128((__m128i *)t, x);
+        unsigned k = mask ? (unsigned)__builtin_ctz(mask) : 16;
+        p += k;
+        t += k;
+        if (mask)
+            t = escape_into(t, *p++);
+    }
+#endif
+    uint64_t w, m;
+    while (end - p >= 8) { /* the same a word at a time */
+        memcpy(&w, p, 8);
+        memcpy(t, &w, 8);
+        m = word_needs_escape(w);
+        unsigned k = m ? (unsigned)__builtin_ctzll(m) >> 3 : 8;
+        p += k;
+        t += k;
+        if (m)
+            t = escape_into(t, *p++);
+    }
+    for (; p < end; p++)
+        if (needs_escape[*p])
+            t = escape_into(t, *p);
+        else
+            *t++ = (char)*p;
+    return t;
+}
+
+/* The common case, a string with nothing to escape: [quote,] bytes[,
+ * quote] in one copy when they fit (room for the NUL too). */
+static bool write_plain(const char *s, size_t n, bool quoted, struct k8s_buf *out)
+{
+    size_t q = quoted ? 1 : 0, m = n + 2 * q; /* n < alloc (callers): no overflow */
+    if (m >= out->alloc - out->len || m > out->max - out->len ||
         plain_run((const unsigned char *)s, (const unsigned char *)s + n) !=
             (const unsigned char *)s + n)
         return false;
     char *t = out->data + out->len;
     t[0] = '"';
-    memcpy(t + 1, s, n);
-    t[n + 1] = '"';
-    t[n + 2] = '\0';
-    out->len += n + 2;
+    memcpy(t + q, s, n);
+    t[n + q] = '"';
+    t[m] = '\0';
+    out->len += m;
     return true;
+}
+
+char *k8s_json_put_string(char *t, const char *s, size_t n)
+{
+    *t++ = '"';
+    t = escape_to(t, (const unsigned char *)s, (const unsigned char *)s + n);
+    *t++ = '"';
+    return t;
+}
+
+/* Within 6n + 16 bytes of the cap: each run of plain bytes and the
+ * escape after it reserved exactly. */
+static int write_exact(const unsigned char *p, const unsigned char *end, struct k8s_buf *out)
+{
+    while (p < end) {
+        const unsigned char *run = p;
+        p = plain_run(p, end);
+        size_t m = (size_t)(p - run), esc = p == end ? 0 : escape_len(*p);
+        char *t;
+        int r = k8s_buf_reserve(out, m + esc, &t);
+        if (r < 0)
+            return r;
+        memcpy(t, run, m);
+        char *e = esc ? escape_into(t + m, *p++) : t + m;
+        k8s_buf_commit(out, (size_t)(e - t));
+    }
+    return 0;
+}
+
+#define CHUNK 4096 /* input bytes per reservation: bounds the room reserved beyond need */
+
+int k8s_json_write_chars(const char *s, size_t n, struct k8s_buf *out)
+{
+    if (n < out->alloc && write_plain(s, n, false, out))
+        return 0;
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    while (p < end) {
+        size_t m = (size_t)(end - p) < CHUNK ? (size_t)(end - p) : CHUNK;
+        if (ESCAPED_MAX(m) > out->max - out->len)
+            return write_exact(p, end, out);
+        char *t;
+        int r = k8s_buf_reserve(out, ESCAPED_MAX(m), &t);
+        if (r < 0)
+            return r;
+        k8s_buf_commit(out, (size_t)(escape_to(t, p, p + m) - t));
+        p += m;
+    }
+    return 0;
 }
 
 int k8s_json_write_string(const char *s, size_t n, struct k8s_buf *out)
 {
-    if (n < out->alloc && write_plain(s, n, out)) /* n < alloc: no overflow in n + 2 */
+    if (n < out->alloc && write_plain(s, n, true, out))
         return 0;
     int r = k8s_buf_append(out, "\"", 1);
-    const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    while (r == 0 && p < end) {
-        const unsigned char *run = p;
-        p = plain_run(p, end);
-        if (p > run)
-            r = k8s_buf_append(out, run, (size_t)(p - run));
-        if (r == 0 && p < end)
-            r = escape_byte(*p++, out);
-    }
+    r = r ? r : k8s_json_write_chars(s, n, out);
     return r ? r : k8s_buf_append(out, "\"", 1);
 }
 

@@ -18,6 +18,7 @@ void k8s_jsonpatch_text_done(struct k8s_jsonpatch_text *t)
         return;
     k8s_buf_done(&t->buf);
     t->n = 0;
+    t->at = 0;
     t->closed = 0;
 }
 
@@ -36,17 +37,71 @@ static int reopen(struct k8s_jsonpatch_text *t)
         if (r)
             return r;
     }
-    return t->n ? k8s_buf_append(&t->buf, ",", 1) : 0;
+    int r = t->n ? k8s_buf_append(&t->buf, ",", 1) : 0;
+    t->at = t->buf.len;
+    return r;
 }
 
-int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op, const char *path)
+int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op)
 {
     int r = reopen(t);
     r = r ? r : k8s_buf_append(&t->buf, "{\"op\":", 6);
     r = r ? r : k8s_json_write_string(op, strlen(op), &t->buf);
-    r = r ? r : k8s_buf_append(&t->buf, ",\"path\":", 8);
-    r = r ? r : k8s_json_write_string(path, strlen(path), &t->buf);
-    return r ? r : k8s_buf_append(&t->buf, ",\"value\":", 9);
+    return r ? r : k8s_buf_append(&t->buf, ",\"path\":\"", 9);
+}
+
+int k8s_jsonpatch_text_open_as(struct k8s_jsonpatch_text *t, size_t at, size_t len)
+{
+    size_t end = t->buf.len - (t->closed ? 1 : 0); /* without the "]" */
+    if (at > end || len > end - at)
+        return -K8S_EINVAL;
+    char *tail;
+    int r = reopen(t);
+    r = r ? r : k8s_buf_reserve(&t->buf, len, &tail);
+    if (r == 0) {
+        memcpy(tail, t->buf.data + at, len); /* the data as it is after the reservation */
+        k8s_buf_commit(&t->buf, len);
+    }
+    return r;
+}
+
+int k8s_jsonpatch_text_path(struct k8s_jsonpatch_text *t, const char *ptr, size_t n)
+{
+    return k8s_json_write_chars(ptr, n, &t->buf);
+}
+
+int k8s_jsonpatch_text_path_seg(struct k8s_jsonpatch_text *t, const char *seg)
+{
+    int r = k8s_buf_append(&t->buf, "/", 1);
+    for (const char *run = seg; r == 0; run++) {
+        size_t n = strcspn(run, "~/");
+        r = k8s_json_write_chars(run, n, &t->buf);
+        if (r < 0 || !run[n])
+            break;
+        run += n;
+        r = k8s_buf_append(&t->buf, *run == '~' ? "~0" : "~1", 2);
+    }
+    return r;
+}
+
+int k8s_jsonpatch_text_path_index(struct k8s_jsonpatch_text *t, size_t i)
+{
+    if (i == K8S_JSONPATCH_TEXT_END)
+        return k8s_buf_append(&t->buf, "/-", 2);
+    int r = k8s_buf_append(&t->buf, "/", 1);
+    return r ? r : k8s_buf_append_int(&t->buf, (long long)i);
+}
+
+int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t)
+{
+    return k8s_buf_append(&t->buf, "\",\"value\":", 10);
+}
+
+int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op, const char *path)
+{
+    int r = k8s_jsonpatch_text_open(t, op);
+    r = r ? r : k8s_jsonpatch_text_path(t, path, strlen(path));
+    return r ? r : k8s_jsonpatch_text_value(t);
 }
 
 int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t)

@@ -10,7 +10,10 @@
  * Writing an operation: k8s_jsonpatch_text_begin (op and path), then the
  * value written into t->buf with k8s_json_write_string or literal
  * k8s_buf_append calls, then k8s_jsonpatch_text_end. Values must be
- * compact JSON, members in the order a tree would hold them.
+ * compact JSON, members in the order a tree would hold them. A path built
+ * from pieces goes straight into the text, without a pointer buffer:
+ * k8s_jsonpatch_text_open, then _path / _path_seg / _path_index calls,
+ * then k8s_jsonpatch_text_value (what _begin does for a whole path).
  *
  * Thread-safety: none; a patch belongs to one thread at a time.
  * Ownership: the struct owns its buffer (release with
@@ -30,6 +33,7 @@
 struct k8s_jsonpatch_text {
     struct k8s_buf buf; /* "[op,op,..." (and "]" after k8s_jsonpatch_text_json) */
     size_t n;           /* operations written */
+    size_t at;          /* where the operation begun last starts (its "{") */
     int closed;         /* the "]" is there */
 };
 
@@ -39,6 +43,25 @@ void k8s_jsonpatch_text_done(struct k8s_jsonpatch_text *t);
 /* {"op":<op>,"path":<path>,"value": — the value follows in t->buf. */
 int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op,
                              const char *path) K8S_MUST_CHECK;
+
+/* {"op":<op>,"path":" — the path's pieces follow. */
+int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op) K8S_MUST_CHECK;
+/* Open an operation with the len bytes at `at` of the text: the beginning
+ * of an earlier one (t->at then), its op and path so far, copied rather
+ * than written again — the many operations on one container's env.
+ * -K8S_EINVAL when they are not in the text. */
+int k8s_jsonpatch_text_open_as(struct k8s_jsonpatch_text *t, size_t at, size_t len) K8S_MUST_CHECK;
+/* Pointer text ptr[0..n) as it is ("/spec/containers/0"; JSON-escaped here). */
+int k8s_jsonpatch_text_path(struct k8s_jsonpatch_text *t, const char *ptr, size_t n) K8S_MUST_CHECK;
+/* "/" and the reference token of seg ('~' as "~0", '/' as "~1"). */
+int k8s_jsonpatch_text_path_seg(struct k8s_jsonpatch_text *t, const char *seg) K8S_MUST_CHECK;
+
+#define K8S_JSONPATCH_TEXT_END ((size_t)-1) /* the index "-": past the last element */
+
+/* "/<i>", or "/-" for K8S_JSONPATCH_TEXT_END. */
+int k8s_jsonpatch_text_path_index(struct k8s_jsonpatch_text *t, size_t i) K8S_MUST_CHECK;
+/* End the path: ","value": — the value follows. */
+int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t) K8S_MUST_CHECK;
 /* Close the operation begun last. */
 int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t) K8S_MUST_CHECK;
 /* One operation whose value is the string value. */

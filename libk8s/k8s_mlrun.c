@@ -57,8 +57,7 @@ void k8s_mlrun_names(unsigned mask, bool sdk_names, char *out, size_t cap)
         if (!(mask & (1u << f)))
             continue;
         const char *name = sdk_names ? k8s_mlrun_fields[f].sdk : k8s_mlrun_fields[f].key;
-        int n = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", name);
-        len += n > 0 ? (size_t)n : 0;
+        len += k8s_strjoin(out + len, cap - len, len ? ", " : "", name, NULL);
     }
 }
 

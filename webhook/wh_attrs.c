@@ -16,36 +16,63 @@ void wh_attrs_done(struct wh_attrs *a)
 {
     if (!a)
         return;
-    for (size_t i = 0; i < a->n; i++) {
-        free(a->kv[i].key);
-        free(a->kv[i].value);
-    }
+    for (size_t i = 0; i < a->n; i++)
+        free(a->kv[i].key); /* the pair's one block */
     free(a->kv);
     memset(a, 0, sizeof(*a));
 }
 
-/* Written as it is: a W3C baggage value octet, except the three that
- * would change what the process reads ('%', '=', '$'). */
+/* 1 for an octet written as it is: a W3C baggage value octet (0x21,
+ * 0x23-0x2B, 0x2D-0x3A, 0x3C-0x5B, 0x5D-0x7E), except the three that would
+ * change what the process reads ('$' 0x24, '%' 0x25, '=' 0x3D). */
+static const unsigned char plain[256] = {
+    [0x21] = 1, [0x23] = 1,          [0x26 ... 0x2B] = 1, [0x2D ... 0x3A] = 1,
+    [0x3C] = 1, [0x3E ... 0x5B] = 1, [0x5D ... 0x7E] = 1,
+};
+
 static bool plain_octet(unsigned char c)
 {
-    bool baggage = c == 0x21 || (c >= 0x23 && c <= 0x2B) || (c >= 0x2D && c <= 0x3A) ||
-                   (c >= 0x3C && c <= 0x5B) || (c >= 0x5D && c <= 0x7E);
-    return baggage && c != '%' && c != '=' && c != '$';
+    return plain[c];
+}
+
+/* Bytes of s in written form: encoded ("%XX" for each octet not plain),
+ * or as it is. */
+static size_t written_len(const char *s, bool encode)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; encode && *p; p++)
+        n += plain_octet(*p) ? 1 : 3;
+    return encode ? n : strlen(s);
+}
+
+/* s in written form at t; returns the end. */
+static char *write_text(char *t, const char *s, bool encode)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (!encode) {
+        size_t n = strlen(s);
+        memcpy(t, s, n);
+        return t + n;
+    }
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (plain_octet(*p)) {
+            *t++ = (char)*p;
+            continue;
+        }
+        *t++ = '%';
+        *t++ = hex[*p >> 4];
+        *t++ = hex[*p & 15];
+    }
+    return t;
 }
 
 int wh_attrs_encode(const char *v, struct k8s_buf *out)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    int r = 0;
-    for (const unsigned char *p = (const unsigned char *)v; *p && r == 0; p++) {
-        const unsigned char *run = p; /* a run of plain octets in one append */
-        while (plain_octet(*p))
-            p++;
-        r = p > run ? k8s_buf_append(out, run, (size_t)(p - run)) : 0;
-        if (!*p)
-            break;
-        r = r ? r : k8s_buf_append(out, (char[]){'%', hex[*p >> 4], hex[*p & 15]}, 3);
-    }
+    size_t n = written_len(v, true);
+    char *t;
+    int r = k8s_buf_reserve(out, n, &t);
+    if (r == 0)
+        k8s_buf_commit(out, (size_t)(write_text(t, v, true) - t));
     return r;
 }
 
@@ -72,56 +99,64 @@ bool wh_attrs_has_prefix(const struct wh_attrs *a, const char *prefix)
     return false;
 }
 
-/* Store key=value (both taken: freed on failure). */
-static int store(struct wh_attrs *a, char *key, char *value)
+/* Keep the pair in block (key, NUL, value at value): it replaces the
+ * pair of that key in place, else goes last. Takes block (freed on
+ * failure). */
+static int keep(struct wh_attrs *a, char *block, char *value)
 {
-    struct wh_attr *kv = key && value ? find(a, key) : NULL;
+    struct wh_attr *kv = find(a, block);
     if (kv) {
-        free(key);
-        free(kv->value);
-        kv->value = value;
+        free(kv->key);
+        *kv = (struct wh_attr){block, value};
         return 0;
     }
-    if (key && value && a->n == a->cap) {
+    if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 16;
         struct wh_attr *p = realloc(a->kv, cap * sizeof(*p));
-        if (p) {
-            a->kv = p;
-            a->cap = cap;
+        if (!p) {
+            free(block);
+            return -K8S_ENOMEM;
         }
+        a->kv = p;
+        a->cap = cap;
     }
-    if (!key || !value || a->n == a->cap) {
-        free(key);
-        free(value);
-        return -K8S_ENOMEM;
-    }
-    a->kv[a->n++] = (struct wh_attr){key, value};
+    a->kv[a->n++] = (struct wh_attr){block, value};
     return 0;
 }
 
-static char *encoded(const char *s)
+/* Set key (encoded or as it is) to the concatenation of the NULL-ended
+ * value parts (likewise), written straight into one block. */
+static int store(struct wh_attrs *a, const char *key, bool encode_key, const char *const value[],
+                 bool encode_value)
 {
-    struct k8s_buf b;
-    k8s_buf_init(&b, 1 << 20);
-    return wh_attrs_encode(s, &b) < 0 ? NULL : k8s_buf_take(&b, NULL);
+    size_t n = written_len(key, encode_key) + 2;
+    for (size_t i = 0; value[i]; i++)
+        n += written_len(value[i], encode_value);
+    char *block = malloc(n);
+    if (!block)
+        return -K8S_ENOMEM;
+    char *t = write_text(block, key, encode_key);
+    *t++ = '\0';
+    char *v = t;
+    for (size_t i = 0; value[i]; i++)
+        t = write_text(t, value[i], encode_value);
+    *t = '\0';
+    return keep(a, block, v);
 }
 
 int wh_attrs_set(struct wh_attrs *a, const char *key, const char *value)
 {
-    return store(a, encoded(key), encoded(value));
+    return store(a, key, true, (const char *const[]){value, NULL}, true);
 }
 
 int wh_attrs_put(struct wh_attrs *a, const char *key, const char *value)
 {
-    return store(a, strdup(key), strdup(value));
+    return store(a, key, false, (const char *const[]){value, NULL}, false);
 }
 
 int wh_attrs_set_ref(struct wh_attrs *a, const char *key, const char *var)
 {
-    char *ref = NULL;
-    if (asprintf(&ref, "$(%s)", var) < 0)
-        ref = NULL;
-    return store(a, encoded(key), ref);
+    return store(a, key, true, (const char *const[]){"$(", var, ")", NULL}, false);
 }
 
 static char *trim(char *s)
@@ -170,14 +205,32 @@ int wh_attrs_parse_user(struct wh_attrs *a, const char *s)
     return parse(a, s, true, NULL, NULL);
 }
 
+int wh_attrs_write(const struct wh_attrs *a, struct k8s_buf *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < a->n; i++)
+        n += strlen(a->kv[i].key) + strlen(a->kv[i].value) + 2;
+    char *t, *start;
+    int r = k8s_buf_reserve(out, n, &start);
+    if (r < 0)
+        return r;
+    t = start;
+    for (size_t i = 0; i < a->n; i++) {
+        if (i)
+            *t++ = ',';
+        t = write_text(t, a->kv[i].key, false);
+        *t++ = '=';
+        t = write_text(t, a->kv[i].value, false);
+    }
+    k8s_buf_commit(out, (size_t)(t - start));
+    return 0;
+}
+
 char *wh_attrs_format(const struct wh_attrs *a)
 {
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 20);
-    for (size_t i = 0; i < a->n; i++)
-        if (k8s_buf_cat(&b, i ? "," : "", a->kv[i].key, "=", a->kv[i].value, NULL) < 0)
-            return NULL;
-    return k8s_buf_take(&b, NULL);
+    return wh_attrs_write(a, &b) < 0 ? NULL : k8s_buf_take(&b, NULL);
 }
 
 char *wh_attrs_merge_into(const char *user, const struct wh_attrs *ours)

@@ -28,8 +28,8 @@
 #include "k8s_err.h"
 
 struct wh_attr {
-    char *key;   /* as written into the variable */
-    char *value; /* as written into the variable */
+    char *key;   /* as written into the variable; the pair's one allocation */
+    char *value; /* as written into the variable; inside key's allocation */
 };
 
 struct wh_attrs {
@@ -67,6 +67,8 @@ int wh_attrs_parse_user(struct wh_attrs *a, const char *s) K8S_MUST_CHECK;
 
 /* "k1=v1,k2=v2" in insertion order. New string (free()), NULL on OOM. */
 char *wh_attrs_format(const struct wh_attrs *a);
+/* The same appended to out (k8s_buf error rules). */
+int wh_attrs_write(const struct wh_attrs *a, struct k8s_buf *out) K8S_MUST_CHECK;
 
 /* The user's value with ",k=v" appended for each of ours whose key the
  * user did not set. New string (free()), NULL on OOM. */

@@ -45,53 +45,51 @@ struct build {
     const struct wh_config *cfg;
     const struct wh_identity *id;
     const char *service_name;
-    const char *attrs; /* our OTEL_RESOURCE_ATTRIBUTES value */
+    const struct wh_envset *set; /* its attributes and run id */
 };
 
-static char *identifier_value(const struct build *b)
+/* Each row's value is appended to the set's values as it is built. */
+static int identifier_value(const struct build *b, struct k8s_buf *out)
 {
-    return strdup(b->id->identifier);
+    return k8s_buf_appends(out, b->id->identifier);
 }
 
-static char *metadata_value(const struct build *b)
+static int metadata_value(const struct build *b, struct k8s_buf *out)
 {
-    return strdup(b->id->metadata);
+    return k8s_buf_appends(out, b->id->metadata);
 }
 
-static char *collector_name(const struct build *b)
+static int collector_name(const struct build *b, struct k8s_buf *out)
 {
-    return strdup(b->cfg->otel_collector_name);
+    return k8s_buf_appends(out, b->cfg->otel_collector_name);
 }
 
-static char *collector_namespace(const struct build *b)
+static int collector_namespace(const struct build *b, struct k8s_buf *out)
 {
-    return strdup(b->cfg->otel_collector_namespace);
+    return k8s_buf_appends(out, b->cfg->otel_collector_namespace);
 }
 
-static char *endpoint(const struct build *b);
+static int endpoint(const struct build *b, struct k8s_buf *out);
 
-static char *insecure(const struct build *b)
+static int insecure(const struct build *b, struct k8s_buf *out)
 {
     (void)b;
-    return strdup("true"); /* the collector on 4317 speaks plaintext gRPC */
+    return k8s_buf_append(out, "true", 4); /* the collector on 4317 speaks plaintext gRPC */
 }
 
-static char *service_name(const struct build *b)
+static int service_name(const struct build *b, struct k8s_buf *out)
 {
-    return strdup(b->service_name);
+    return k8s_buf_appends(out, b->service_name);
 }
 
-static char *attributes(const struct build *b)
-{
-    return strdup(b->attrs);
-}
+static int attributes(const struct build *b, struct k8s_buf *out);
 
 /* One row per injected variable (DESIGN §3.5), in dependency order. */
 static const struct row {
     const char *name;
-    char *(*value)(const struct build *b); /* new string; NULL: a fieldRef */
-    const char *field_path;                /* downward-API fieldRef */
-    unsigned signal;                       /* the OTLP signal it configures */
+    int (*value)(const struct build *b, struct k8s_buf *out); /* NULL: a fieldRef */
+    const char *field_path;                                   /* downward-API fieldRef */
+    unsigned signal;                                          /* the OTLP signal it configures */
 } rows[] = {
     [WH_ENV_IDENTIFIER] = {"GKE_DIAGON_IDENTIFIER", identifier_value},
     [WH_ENV_METADATA] = {"GKE_DIAGON_METADATA", metadata_value},
@@ -112,15 +110,23 @@ static const struct row {
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == WH_ENV_COUNT, "one row per enum wh_env_id");
 
-static char *endpoint(const struct build *b)
+static int endpoint(const struct build *b, struct k8s_buf *out)
 {
-    struct k8s_buf v;
-    k8s_buf_init(&v, 4096);
-    if (k8s_buf_cat(&v, "$(", rows[WH_ENV_COLLECTOR_NAME].name, ").$(",
-                    rows[WH_ENV_COLLECTOR_NAMESPACE].name, ").svc.", b->cfg->cluster_domain,
-                    ":4317", NULL) < 0)
-        return NULL;
-    return k8s_buf_take(&v, NULL);
+    return k8s_buf_cat(out, "$(", rows[WH_ENV_COLLECTOR_NAME].name, ").$(",
+                       rows[WH_ENV_COLLECTOR_NAMESPACE].name, ").svc.", b->cfg->cluster_domain,
+                       ":4317", NULL);
+}
+
+/* Our OTEL_RESOURCE_ATTRIBUTES: our attributes, plus rl.run.id when an
+ * rl.* key is present without one (RL metrics and the ML run share an id). */
+static int attributes(const struct build *b, struct k8s_buf *out)
+{
+    const struct wh_envset *set = b->set;
+    int r = wh_attrs_write(&set->attrs, out);
+    if (r || !set->run_id[0] || !wh_attrs_has_prefix(&set->attrs, "rl.") ||
+        wh_attrs_get(&set->attrs, "rl.run.id"))
+        return r;
+    return k8s_buf_cat(out, ",rl.run.id=", set->run_id, NULL);
 }
 
 /* The user's settings that take precedence over a signal's endpoint and
@@ -144,27 +150,73 @@ const char *wh_env_name(enum wh_env_id id)
 
 /* ---------- the set ---------- */
 
-/* Our OTEL_RESOURCE_ATTRIBUTES: our attributes, plus rl.run.id when an
- * rl.* key is present without one (RL metrics and the ML run share an id). */
-static char *default_attrs_value(const struct wh_envset *set)
+/* n bytes of s at t; returns their end. */
+static char *put(char *t, const char *s, size_t n)
 {
-    char *v = wh_attrs_format(&set->attrs);
-    if (!v || !set->run_id[0] || !wh_attrs_has_prefix(&set->attrs, "rl.") ||
-        wh_attrs_get(&set->attrs, "rl.run.id"))
-        return v;
-    char *w = NULL;
-    if (asprintf(&w, "%s,rl.run.id=%s", v, set->run_id) < 0)
-        w = NULL;
-    free(v);
-    return w;
+    memcpy(t, s, n);
+    return t + n;
 }
 
-static int add_row(struct wh_envset *s, enum wh_env_id id, const struct build *b)
+/* The env entry of v as compact JSON text, written straight into b in one
+ * reservation (the one description of an entry: the tree below is parsed
+ * from it). */
+static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
 {
-    const struct row *row = &rows[id];
-    struct wh_env_var *v = &s->v[s->n++];
-    *v = (struct wh_env_var){id, row->name, row->value ? row->value(b) : NULL, row->field_path};
-    return row->value && !v->value ? -K8S_ENOMEM : 0;
+    static const char name[] = "{\"name\":", value[] = ",\"value\":",
+                      from[] = ",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":";
+    const char *val = v->value ? v->value : v->field_path;
+    size_t nl = strlen(v->name), vl = strlen(val);
+    char *start, *t;
+    int r = k8s_buf_reserve(
+        b, K8S_JSON_STRING_MAX(nl) + K8S_JSON_STRING_MAX(vl) + sizeof(name) + sizeof(from) + 3,
+        &start);
+    if (r < 0)
+        return r;
+    t = put(start, name, sizeof(name) - 1);
+    t = k8s_json_put_string(t, v->name, nl);
+    t = v->value ? put(t, value, sizeof(value) - 1) : put(t, from, sizeof(from) - 1);
+    t = k8s_json_put_string(t, val, vl);
+    t = put(t, "}}}", v->value ? 1 : 3);
+    k8s_buf_commit(b, (size_t)(t - start));
+    return 0;
+}
+
+/* v's entry: the one wh_envset_build wrote, else written now. */
+static int append_var(const struct wh_env_var *v, struct k8s_buf *b)
+{
+    return v->entry ? k8s_buf_append(b, v->entry, v->entry_len) : write_var(v, b);
+}
+
+/* The values of the rows, each NUL-terminated, into values; where each
+ * begins in at[] (the buffer may move until it is complete). */
+static int write_values(struct wh_envset *set, const struct build *b, struct k8s_buf *values,
+                        size_t at[])
+{
+    char *tail; /* the typical set in one allocation */
+    int r = k8s_buf_reserve(values, 2048, &tail);
+    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++) {
+        if (j == WH_ENV_SERVICE_NAME && !b->service_name)
+            continue;
+        const struct row *row = &rows[j];
+        set->v[set->n] = (struct wh_env_var){(enum wh_env_id)j, row->name, NULL, row->field_path};
+        at[set->n++] = values->len;
+        if (row->value)
+            r = row->value(b, values);
+        r = r ? r : k8s_buf_append(values, "", 1);
+    }
+    return r;
+}
+
+/* Every variable's entry, once, into entries. */
+static int write_entries(struct wh_envset *set, struct k8s_buf *entries, size_t at[])
+{
+    char *tail;
+    int r = k8s_buf_reserve(entries, 4096, &tail);
+    for (size_t i = 0; i < set->n && r == 0; i++) {
+        at[i] = entries->len;
+        r = write_var(&set->v[i], entries);
+    }
+    return r;
 }
 
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
@@ -173,14 +225,25 @@ int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
     memset(set, 0, sizeof(*set));
     set->attrs = *attrs;
     wh_attrs_init(attrs);
-    snprintf(set->run_id, sizeof(set->run_id), "%s", id->run_id);
-    char *attr_value = default_attrs_value(set);
-    struct build b = {cfg, id, service_name, attr_value};
-    int r = attr_value ? 0 : -K8S_ENOMEM;
-    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++)
-        if (j != WH_ENV_SERVICE_NAME || service_name)
-            r = add_row(set, (enum wh_env_id)j, &b);
-    free(attr_value);
+    k8s_strjoin(set->run_id, sizeof(set->run_id), id->run_id, NULL);
+    struct build b = {cfg, id, service_name, set};
+    struct k8s_buf values, entries;
+    k8s_buf_init(&values, 1 << 24);
+    k8s_buf_init(&entries, 1 << 24);
+    size_t at[WH_ENV_COUNT];
+    int r = write_values(set, &b, &values, at);
+    for (size_t i = 0; i < set->n && r == 0; i++)
+        if (rows[set->v[i].id].value)
+            set->v[i].value = values.data + at[i];
+    r = r ? r : write_entries(set, &entries, at);
+    for (size_t i = 0; i < set->n && r == 0; i++) {
+        set->v[i].entry = entries.data + at[i];
+        set->v[i].entry_len = (i + 1 < set->n ? at[i + 1] : entries.len) - at[i];
+    }
+    set->values = k8s_buf_take(&values, NULL);
+    set->entries = k8s_buf_take(&entries, &set->entries_len);
+    if (r == 0 && (!set->values || !set->entries))
+        r = -K8S_ENOMEM;
     if (r < 0)
         wh_envset_done(set);
     return r;
@@ -190,27 +253,10 @@ void wh_envset_done(struct wh_envset *set)
 {
     if (!set)
         return;
-    for (size_t i = 0; i < set->n; i++)
-        free(set->v[i].value);
+    free(set->values);
+    free(set->entries);
     wh_attrs_done(&set->attrs);
     memset(set, 0, sizeof(*set));
-}
-
-/* The env entry of v as compact JSON text, written straight into b (the
- * one description of an entry: the tree below is parsed from it). */
-static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
-{
-    int r = k8s_buf_append(b, "{\"name\":", 8);
-    r = r ? r : k8s_json_write_string(v->name, strlen(v->name), b);
-    if (v->value) {
-        r = r ? r : k8s_buf_append(b, ",\"value\":", 9);
-        r = r ? r : k8s_json_write_string(v->value, strlen(v->value), b);
-        return r ? r : k8s_buf_append(b, "}", 1);
-    }
-    static const char from[] = ",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":";
-    r = r ? r : k8s_buf_append(b, from, sizeof(from) - 1);
-    r = r ? r : k8s_json_write_string(v->field_path, strlen(v->field_path), b);
-    return r ? r : k8s_buf_append(b, "}}}", 3);
 }
 
 /* [entry, ...] of set's variables. */
@@ -220,7 +266,7 @@ static int write_vars(const struct wh_envset *set, struct k8s_buf *b)
     for (size_t i = 0; i < set->n && r == 0; i++) {
         if (i)
             r = k8s_buf_append(b, ",", 1);
-        r = r ? r : write_var(&set->v[i], b);
+        r = r ? r : append_var(&set->v[i], b);
     }
     return r ? r : k8s_buf_append(b, "]", 1);
 }
@@ -235,7 +281,7 @@ static json_t *parse(struct k8s_buf *b, int r)
 json_t *wh_env_var_json(const struct wh_env_var *v)
 {
     struct k8s_buf b;
-    k8s_buf_init(&b, 1 << 20);
+    k8s_buf_init(&b, 1 << 24);
     return parse(&b, write_var(v, &b));
 }
 
@@ -380,12 +426,27 @@ static bool place(struct plan *p)
     return ok;
 }
 
+/* {"op":<op>,"path":"<cpath>/env — the rest of the path follows. */
+static int env_open(struct k8s_jsonpatch_text *patch, const char *op, const char *cpath)
+{
+    int r = k8s_jsonpatch_text_open(patch, op);
+    r = r ? r : k8s_jsonpatch_text_path(patch, cpath, strlen(cpath));
+    return r ? r : k8s_jsonpatch_text_path(patch, "/env", 4);
+}
+
+/* The rest of {"op":...,"path":"<cpath>/env/<i>[/value]","value": — i may
+ * be K8S_JSONPATCH_TEXT_END ("-"). */
+static int env_path(struct k8s_jsonpatch_text *patch, size_t i, bool value)
+{
+    int r = k8s_jsonpatch_text_path_index(patch, i);
+    r = r || !value ? r : k8s_jsonpatch_text_path(patch, "/value", 6);
+    return r ? r : k8s_jsonpatch_text_value(patch);
+}
+
 /* Emit the "add" operations in ascending final position. */
 static int emit_adds(const struct plan *p, const char *cpath, struct k8s_jsonpatch_text *patch,
                      int *added)
 {
-    struct k8s_buf path;
-    k8s_buf_init(&path, 4096);
     /* ours in (slot, index) order; present ones (SIZE_MAX) sort last */
     size_t order[WH_ENV_COUNT], n = p->set->n;
     for (size_t j = 0; j < n; j++) {
@@ -394,24 +455,25 @@ static int emit_adds(const struct plan *p, const char *cpath, struct k8s_jsonpat
             order[k] = order[k - 1];
         order[k] = j;
     }
-    size_t inserted = 0;
+    size_t inserted = 0, head = 0, head_len = 0; /* the first add's {"op":"add","path":".../env */
     int r = 0;
     for (size_t o = 0; o < n && r == 0; o++) {
         size_t j = order[o], i = p->slot[j];
         if (i == SIZE_MAX)
             break;
-        k8s_buf_reset(&path);
-        r = k8s_buf_cat(&path, cpath, "/env", NULL);
-        if (r == 0)
-            r = i == p->n_user ? k8s_jsonptr_push_end(&path)
-                               : k8s_jsonptr_push_index(&path, i + inserted);
-        r = r ? r : k8s_jsonpatch_text_begin(patch, "add", k8s_buf_str(&path));
-        r = r ? r : write_var(&p->set->v[j], &patch->buf);
+        if (head_len) {
+            r = k8s_jsonpatch_text_open_as(patch, head, head_len);
+        } else {
+            r = env_open(patch, "add", cpath);
+            head = patch->at;
+            head_len = r ? 0 : patch->buf.len - head;
+        }
+        r = r ? r : env_path(patch, i == p->n_user ? K8S_JSONPATCH_TEXT_END : i + inserted, false);
+        r = r ? r : append_var(&p->set->v[j], &patch->buf);
         r = r ? r : k8s_jsonpatch_text_end(patch);
         inserted++;
         (*added)++;
     }
-    k8s_buf_done(&path);
     return r;
 }
 
@@ -458,20 +520,21 @@ static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const
     if (!strcmp(p->merged, user))
         return 0;
     const char *op = p->user[idx].value ? "replace" : "add";
+    size_t len = strlen(p->merged);
     p->user[idx].value = p->merged;
-    p->user[idx].has_ref = has_ref(p->merged, strlen(p->merged));
-    char path[600];
-    snprintf(path, sizeof(path), "%s/env/%zu/value", cpath, idx);
+    p->user[idx].has_ref = has_ref(p->merged, len);
     (*added)++;
-    return k8s_jsonpatch_text_string(patch, op, path, p->merged);
+    int r = env_open(patch, op, cpath);
+    r = r ? r : env_path(patch, idx, true);
+    r = r ? r : k8s_json_write_string(p->merged, len, &patch->buf);
+    return r ? r : k8s_jsonpatch_text_end(patch);
 }
 
 static int whole_env(const struct wh_envset *set, const char *cpath,
                      struct k8s_jsonpatch_text *patch, int *added)
 {
-    char path[600];
-    snprintf(path, sizeof(path), "%s/env", cpath);
-    int r = k8s_jsonpatch_text_begin(patch, "add", path);
+    int r = env_open(patch, "add", cpath);
+    r = r ? r : k8s_jsonpatch_text_value(patch);
     r = r ? r : write_vars(set, &patch->buf);
     *added += (int)set->n;
     return r ? r : k8s_jsonpatch_text_end(patch);

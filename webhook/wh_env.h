@@ -63,6 +63,8 @@ struct wh_env_var {
     const char *name;
     char *value;            /* literal value, or NULL for a fieldRef */
     const char *field_path; /* downward-API fieldRef, or NULL */
+    const char *entry;      /* its env entry as compact JSON text (wh_envset_build), or NULL */
+    size_t entry_len;
 };
 
 struct wh_envset {
@@ -70,12 +72,16 @@ struct wh_envset {
     size_t n;
     struct wh_attrs attrs;          /* our resource attributes, without rl.run.id */
     char run_id[K8S_MLRUN_ID_SIZE]; /* "" when unknown */
+    char *values;                   /* what v[].value points into */
+    char *entries;                  /* v[0..n)'s entries one after the other (v[].entry) */
+    size_t entries_len;
 };
 
 /* Our variables for one pod. Copies what it keeps. `attrs` is moved into
  * the set (the caller's struct is left empty). service_name NULL: no
- * OTEL_SERVICE_NAME (the attributes carry service.name). -K8S_ENOMEM on
- * failure (set left empty). */
+ * OTEL_SERVICE_NAME (the attributes carry service.name). Each variable's
+ * entry is written once here, and copied into every container's patch.
+ * -K8S_ENOMEM on failure (set left empty). */
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
                     const struct wh_identity *id, const char *service_name,
                     struct wh_attrs *attrs) K8S_MUST_CHECK;

@@ -38,7 +38,9 @@ char *wh_sorted_labels(const json_t *labels)
 /* Append ,"key":"value" (or {"key":"value" for the first member). */
 static int member(struct k8s_buf *b, const char *key, const char *val)
 {
-    int r = k8s_buf_appends(b, b->len ? "," : "{");
+    char *tail; /* the usual object in one allocation */
+    int r = b->len ? 0 : k8s_buf_reserve(b, 512, &tail);
+    r = r ? r : k8s_buf_append(b, b->len ? "," : "{", 1);
     r = r ? r : k8s_json_write_string(key, strlen(key), b);
     r = r ? r : k8s_buf_append(b, ":", 1);
     return r ? r : k8s_json_write_string(val, strlen(val), b);
@@ -123,7 +125,7 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
     }
     if (k8s_mlrun_id(cluster, w->ns, w->kind, w->name, w->created, id.run_id) < 0)
         id.run_id[0] = '\0'; /* the SDK would refuse; the fields it misses are below */
-    snprintf(id.cluster, sizeof(id.cluster), "%s", cluster);
+    k8s_strjoin(id.cluster, sizeof(id.cluster), cluster, NULL);
     note_missing(&id, built_missing(w, cluster));
     *ret = id;
     return 0;

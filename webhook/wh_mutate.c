@@ -159,7 +159,7 @@ static void lookup_namespace(struct ctx *x, char *why, size_t cap)
     if (r == 0)
         return;
     if (!x->lk)
-        snprintf(why, cap, "standalone: namespace %s not looked up", x->in->ns);
+        k8s_strjoin(why, cap, "standalone: namespace ", x->in->ns, " not looked up", NULL);
     else
         snprintf(why, cap, "lookup of namespace %s: %s", x->in->ns,
                  err.message[0] ? err.message : k8s_strerror(r));
@@ -176,7 +176,7 @@ static int decide(struct ctx *x)
             return -K8S_ENOMEM;
         w = &x->wl;
     }
-    snprintf(x->out->workload, sizeof(x->out->workload), "%s/%s", w->kind, w->name);
+    k8s_strjoin(x->out->workload, sizeof(x->out->workload), w->kind, "/", w->name, NULL);
     if (w->lookup_failed) /* the decision below may lack the workload's labels */
         wh_warnf(x->out->warnings, "mldiagnostics: %s", w->unknown_why);
     char ns_why[200] = "";
@@ -219,8 +219,8 @@ static const char *service_name(const struct ctx *x, const struct wh_attrs *attr
 static int lower_kind_attr(struct wh_attrs *a, const struct wh_workload *w)
 {
     char key[96];
-    int n = snprintf(key, sizeof(key), "k8s.%s.name", w->kind);
-    for (int i = 4; i < n && i < (int)sizeof(key); i++)
+    size_t n = k8s_strjoin(key, sizeof(key), "k8s.", w->kind, ".name", NULL);
+    for (size_t i = 4; i < n; i++)
         key[i] = (char)tolower((unsigned char)key[i]);
     return wh_attrs_set(a, key, w->name);
 }
@@ -257,30 +257,36 @@ static int build_attrs(const struct ctx *x, const struct wh_identity *id, struct
     return r;
 }
 
-static const char *const volume_items[][2] = {{"labels", "metadata.labels"},
-                                              {"annotations", "metadata.annotations"},
-                                              {"pod_name", "metadata.name"},
-                                              {"pod_namespace", "metadata.namespace"},
-                                              {"pod_uid", "metadata.uid"}};
+/* The downward-API items of our volume, (file, fieldPath): the one list
+ * both the volume's JSON and the injection hash are made of, at compile
+ * time. */
+#define VOLUME_ITEMS(X)                                                                            \
+    X("labels", "metadata.labels")                                                                 \
+    X("annotations", "metadata.annotations")                                                       \
+    X("pod_name", "metadata.name")                                                                 \
+    X("pod_namespace", "metadata.namespace")                                                       \
+    X("pod_uid", "metadata.uid")
 
-#define NVOLUME_ITEMS (sizeof(volume_items) / sizeof(volume_items[0]))
+#define ITEM_JSON(file, field)                                                                     \
+    ",{\"path\":\"" file "\",\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":\"" field "\"}}"
+#define ITEM_HASH(file, field) "volume " file " " field "\n"
 
 /* The patch's values are written as compact JSON text (k8s_jsonpatch_text):
  * {"name":..., "downwardAPI":{"items":[{"path":...,"fieldRef":{...}},...]}} */
 static int write_volume(struct k8s_buf *b)
 {
-    int r = k8s_buf_appends(b, "{\"name\":\"" WH_VOLUME_NAME "\",\"downwardAPI\":{\"items\":[");
-    for (size_t i = 0; i < NVOLUME_ITEMS && r == 0; i++)
-        r = k8s_buf_cat(b, i ? "," : "", "{\"path\":\"", volume_items[i][0],
-                        "\",\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":\"",
-                        volume_items[i][1], "\"}}", NULL);
-    return r ? r : k8s_buf_appends(b, "]}}");
+    static const char head[] = "{\"name\":\"" WH_VOLUME_NAME "\",\"downwardAPI\":{\"items\":[";
+    static const char items[] = VOLUME_ITEMS(ITEM_JSON); /* each after a comma */
+    int r = k8s_buf_append(b, head, sizeof(head) - 1);
+    r = r ? r : k8s_buf_append(b, items + 1, sizeof(items) - 2);
+    return r ? r : k8s_buf_append(b, "]}}", 3);
 }
 
 static int write_mount(struct k8s_buf *b)
 {
-    return k8s_buf_appends(b, "{\"name\":\"" WH_VOLUME_NAME "\",\"mountPath\":\"" WH_MOUNT_PATH
-                              "\",\"readOnly\":true}");
+    static const char mount[] =
+        "{\"name\":\"" WH_VOLUME_NAME "\",\"mountPath\":\"" WH_MOUNT_PATH "\",\"readOnly\":true}";
+    return k8s_buf_append(b, mount, sizeof(mount) - 1);
 }
 
 /* {"k0":"v0",...} */
@@ -297,61 +303,84 @@ static int write_strings(struct k8s_buf *b, const char *const keys[], const char
     return r ? r : k8s_buf_append(b, "}", 1);
 }
 
-/* "<version>;<first 12 hex of sha256(injected config)>": the hash covers
- * every injected variable and the volume, so pods injected under
- * different settings are told apart. */
-static int injection_value(const struct wh_envset *set, char *out, size_t cap)
+/* The text the injection hash covers: a line per variable, the volume's
+ * items and the mount. */
+static int injection_text(const struct wh_envset *set, struct k8s_buf *b)
 {
-    struct k8s_buf b;
-    k8s_buf_init(&b, 1 << 20);
-    int r = 0;
+    static const char tail[] =
+        VOLUME_ITEMS(ITEM_HASH) "mount " WH_VOLUME_NAME " " WH_MOUNT_PATH " ro\n";
+    char *room;
+    int r = k8s_buf_reserve(b, 2048, &room); /* the typical set at once */
     for (size_t i = 0; i < set->n && r == 0; i++) {
         const struct wh_env_var *v = &set->v[i];
-        r = k8s_buf_cat(&b, "env ", v->name, "=",
+        r = k8s_buf_cat(b, "env ", v->name, "=",
                         v->value ? "" : "fieldRef:", v->value ? v->value : v->field_path, "\n",
                         NULL);
     }
-    for (size_t i = 0; i < NVOLUME_ITEMS && r == 0; i++)
-        r = k8s_buf_cat(&b, "volume ", volume_items[i][0], " ", volume_items[i][1], "\n", NULL);
-    r = r ? r : k8s_buf_cat(&b, "mount " WH_VOLUME_NAME " " WH_MOUNT_PATH " ro\n", NULL);
-    if (r < 0)
-        return r;
+    return r ? r : k8s_buf_append(b, tail, sizeof(tail) - 1);
+}
+
+/* The lower-case hex sha256 of the injected config (injection_text). */
+static int injection_hash(const struct wh_envset *set, char hex[static K8S_SHA256_HEX_SIZE])
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 1 << 20);
+    int r = injection_text(set, &b);
+    if (r == 0)
+        k8s_sha256_hex(b.data, b.len, hex);
+    k8s_buf_done(&b);
+    return r;
+}
+
+/* "<version>;<first 12 hex of sha256(injected config)>": the hash covers
+ * every injected variable and the volume, so pods injected under
+ * different settings are told apart. */
+static int injection_value(const struct wh_envset *set, char *out)
+{
+    static const char version[] = MLD_VERSION ";";
+    _Static_assert(sizeof(version) + 12 <= sizeof(((struct wh_mutate_out *)0)->injection),
+                   "room for the injection value");
     /* Pods of one workload arrive in bursts with the same injected config:
-     * the last input and its hash are kept per thread. */
+     * the last one and its hash are kept per thread. The variables' entries
+     * tell configs apart (their names and values, unambiguously; the
+     * volume's part is constant), so they are what is compared. */
     static __thread char memo[8192];
     static __thread size_t memo_len;
-    static __thread char memo_hex[65];
-    if (!memo_len || memo_len != b.len || memcmp(memo, b.data, b.len)) {
-        k8s_sha256_hex(b.data, b.len, memo_hex);
-        memo_len = b.len <= sizeof(memo) ? b.len : 0;
+    static __thread char memo_hex[K8S_SHA256_HEX_SIZE];
+    if (!memo_len || memo_len != set->entries_len || memcmp(memo, set->entries, memo_len)) {
+        int r = injection_hash(set, memo_hex);
+        if (r < 0)
+            return r;
+        memo_len = set->entries_len <= sizeof(memo) ? set->entries_len : 0;
         if (memo_len)
-            memcpy(memo, b.data, b.len);
+            memcpy(memo, set->entries, memo_len);
     }
-    k8s_buf_done(&b);
-    snprintf(out, cap, "%s;%.12s", MLD_VERSION, memo_hex);
+    memcpy(out, version, sizeof(version) - 1);
+    memcpy(out + sizeof(version) - 1, memo_hex, 12);
+    out[sizeof(version) - 1 + 12] = '\0';
     return 0;
 }
 
 /* ---------- the patch ---------- */
 
-/* Begin {op, base[/seg], value}: the value follows in the patch's text. */
-static int op_begin(struct ctx *x, const char *name, const char *base, const char *seg)
+/* Begin {op, base[mid][/seg], value}: base and mid are pointer text, seg a
+ * member name; the value follows in the patch's text. */
+static int op_begin(struct ctx *x, const char *name, const char *base, const char *mid,
+                    const char *seg)
 {
-    struct k8s_buf p;
-    k8s_buf_init(&p, 4096);
-    int r = k8s_buf_appends(&p, base);
-    if (r == 0 && seg)
-        r = k8s_jsonptr_push(&p, seg);
-    r = r ? r : k8s_jsonpatch_text_begin(&x->out->text, name, k8s_buf_str(&p));
-    k8s_buf_done(&p);
-    return r;
+    struct k8s_jsonpatch_text *t = &x->out->text;
+    int r = k8s_jsonpatch_text_open(t, name);
+    r = r ? r : k8s_jsonpatch_text_path(t, base, strlen(base));
+    r = r || !mid ? r : k8s_jsonpatch_text_path(t, mid, strlen(mid));
+    r = r || !seg ? r : k8s_jsonpatch_text_path_seg(t, seg);
+    return r ? r : k8s_jsonpatch_text_value(t);
 }
 
-/* {op, base[/seg], value: the string v} */
-static int op_string(struct ctx *x, const char *name, const char *base, const char *seg,
-                     const char *v)
+/* {op, base mid/seg, value: the string v} */
+static int op_string(struct ctx *x, const char *name, const char *base, const char *mid,
+                     const char *seg, const char *v)
 {
-    int r = op_begin(x, name, base, seg);
+    int r = op_begin(x, name, base, mid, seg);
     r = r ? r : k8s_json_write_string(v, strlen(v), &x->out->text.buf);
     return r ? r : k8s_jsonpatch_text_end(&x->out->text);
 }
@@ -360,7 +389,7 @@ static int op_string(struct ctx *x, const char *name, const char *base, const ch
 static int add_written(struct ctx *x, const char *base, int (*w)(struct k8s_buf *), bool listed)
 {
     struct k8s_buf *b = &x->out->text.buf;
-    int r = op_begin(x, "add", base, NULL);
+    int r = op_begin(x, "add", base, NULL, NULL);
     r = r || !listed ? r : k8s_buf_append(b, "[", 1);
     r = r ? r : w(b);
     r = r || !listed ? r : k8s_buf_append(b, "]", 1);
@@ -371,12 +400,10 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
 {
     const char *const keys[] = {K8S_ANN_IDENTIFIER, K8S_ANN_METADATA, K8S_ANN_INJECTION};
     const char *const vals[] = {id->identifier, id->metadata, x->out->injection};
-    char base[400];
-    snprintf(base, sizeof(base), "%s/metadata", x->in->path);
     const json_t *ann = json_object_get(x->meta, "annotations");
     if (!x->meta || !ann || json_is_null(ann)) {
         struct k8s_buf *b = &x->out->text.buf;
-        int r = op_begin(x, "add", base, x->meta ? "annotations" : NULL);
+        int r = op_begin(x, "add", x->in->path, "/metadata", x->meta ? "annotations" : NULL);
         r = r || x->meta ? r : k8s_buf_appends(b, "{\"annotations\":");
         r = r ? r : write_strings(b, keys, vals, 3);
         r = r || x->meta ? r : k8s_buf_append(b, "}", 1);
@@ -386,17 +413,16 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
         wh_warnf(x->out->warnings, "metadata.annotations is not a map; pod annotations not set");
         return 0;
     }
-    strcat(base, "/annotations");
     for (size_t i = 0; i < 3; i++) {
         /* the identity annotations must say what the env now says (a pod
          * can arrive with one stale half); the injection record of a pod
          * injected before is kept */
-        const char *have = json_string_value(json_object_get(ann, keys[i]));
-        int r = 0;
-        if (!json_object_get(ann, keys[i]))
-            r = op_string(x, "add", base, keys[i], vals[i]);
-        else if (i < 2 && (!have || strcmp(have, vals[i])))
-            r = op_string(x, "replace", base, keys[i], vals[i]);
+        const json_t *cur = json_object_get(ann, keys[i]);
+        const char *have = json_string_value(cur);
+        const char *op = !cur                                        ? "add"
+                         : i < 2 && (!have || strcmp(have, vals[i])) ? "replace"
+                                                                     : NULL;
+        int r = op ? op_string(x, op, x->in->path, "/metadata/annotations", keys[i], vals[i]) : 0;
         if (r < 0)
             return r;
     }
@@ -543,7 +569,7 @@ static int build_patch(struct ctx *x)
     if (r == 0)
         r = wh_envset_build(&set, x->cfg, &id, service_name(x, &attrs), &attrs);
     if (r == 0)
-        r = injection_value(&set, x->out->injection, sizeof(x->out->injection));
+        r = injection_value(&set, x->out->injection);
     if (r == 0 && wh_attrs_has_prefix(&set.attrs, "rl.") && !id.run_id[0])
         wh_warnf(x->out->warnings, "rl.run.id not added: the ML run id is unknown");
     if (r == 0)

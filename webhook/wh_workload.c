@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "k8s_buf.h"
 #include "k8s_kinds.h"
 #include "k8s_time.h"
 
@@ -45,8 +46,8 @@ static bool is_ml_kind(const char *kind)
 
 static void set_kind_name(struct wh_workload *w, const char *kind, const char *name)
 {
-    snprintf(w->kind, sizeof(w->kind), "%s", kind);
-    snprintf(w->name, sizeof(w->name), "%s", name);
+    k8s_strjoin(w->kind, sizeof(w->kind), kind, NULL);
+    k8s_strjoin(w->name, sizeof(w->name), name, NULL);
     w->ml_kind = is_ml_kind(kind);
 }
 
@@ -87,8 +88,8 @@ static json_t *fetch(struct resolver *r)
         return meta;
     }
     if (rc == -K8S_EUNAVAIL && !r->lk)
-        snprintf(w->unknown_why, sizeof(w->unknown_why), "standalone: %s %s/%s not looked up",
-                 w->kind, w->ns, w->name);
+        k8s_strjoin(w->unknown_why, sizeof(w->unknown_why), "standalone: ", w->kind, " ", w->ns,
+                    "/", w->name, " not looked up", NULL);
     else
         snprintf(w->unknown_why, sizeof(w->unknown_why), "lookup of %s %s/%s: %s", w->kind, w->ns,
                  w->name, err.message[0] ? err.message : k8s_strerror(rc));
@@ -171,11 +172,11 @@ int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_looku
     struct wh_workload *w = ret;
     memset(w, 0, sizeof(*w));
     const json_t *meta = json_object_get(pod, "metadata");
-    snprintf(w->ns, sizeof(w->ns), "%s", ns ? ns : "");
+    k8s_strjoin(w->ns, sizeof(w->ns), ns ? ns : "", NULL);
     const json_t *owner = wh_controller_owner(meta);
-    if (owner)
-        snprintf(w->parent, sizeof(w->parent), "%s/%s", str_at(owner, "kind"),
-                 str_at(owner, "name"));
+    if (owner) /* both strings: wh_controller_owner checks */
+        k8s_strjoin(w->parent, sizeof(w->parent), str_at(owner, "kind"), "/", str_at(owner, "name"),
+                    NULL);
     struct resolver r = {.w = w, .lk = lk, .deadline_ns = deadline_ns};
     if (by_label(w, meta)) {
         climb(&r, fetch(&r));

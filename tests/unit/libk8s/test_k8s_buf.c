@@ -298,3 +298,19 @@ Test(k8s_buf, read_file_fixture)
     free(buf);
     free(path);
 }
+
+/* k8s_strjoin cuts where snprintf("%s%s%s") cuts, at every capacity. */
+Test(k8s_buf, strjoin_as_snprintf)
+{
+    for (size_t cap = 1; cap < 16; cap++) {
+        char got[16], want[16];
+        memset(got, 'x', sizeof(got));
+        size_t n = k8s_strjoin(got, cap, "ab", "", "cdef", "g", NULL);
+        int full = snprintf(want, cap, "%s%s%s%s", "ab", "", "cdef", "g");
+        cr_expect_str_eq(got, want, "cap %zu", cap);
+        cr_expect_eq(n, (size_t)full < cap ? (size_t)full : cap - 1);
+    }
+    char one[8];
+    cr_expect_eq(k8s_strjoin(one, sizeof(one), NULL), 0);
+    cr_expect_str_eq(one, "");
+}

@@ -61,3 +61,51 @@ Test(k8s_json, random_documents)
         json_decref(root);
     }
 }
+
+/* Strings of every length to 80 with escapes at every density and
+ * position (the 16-byte steps, the byte tail, the 4 KiB reservations):
+ * jansson's bytes, and the same content from k8s_json_write_chars. */
+Test(k8s_json, escaped_strings_at_every_length)
+{
+    static const char *const pool[] = {"\"",   "\\",   "\n",       "\t", "\x01",
+                                       "\x1f", "\x7f", "\xc3\xa9", "/",  "~"};
+    srand(11);
+    char s[9100];
+    for (int round = 0; round < 400; round++) {
+        size_t want = round < 320 ? (size_t)round / 4 : 4000 + (size_t)rand() % 5000, n = 0;
+        int density = 1 + rand() % 8; /* one in density pieces from the pool */
+        while (n < want) {
+            const char *piece = rand() % density ? "x" : pool[rand() % 10];
+            memcpy(s + n, piece, strlen(piece));
+            n += strlen(piece);
+        }
+        s[n] = '\0';
+        json_t *v = json_stringn_nocheck(s, n);
+        same_as_jansson(v);
+        char *quoted = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        struct k8s_buf b;
+        k8s_buf_init(&b, 1 << 20);
+        cr_assert_eq(k8s_json_write_chars(s, n, &b), 0);
+        cr_expect_eq(b.len, strlen(quoted) - 2);
+        cr_expect_eq(memcmp(k8s_buf_str(&b), quoted + 1, b.len), 0, "length %zu", n);
+        k8s_buf_done(&b);
+        free(quoted);
+        json_decref(v);
+    }
+}
+
+/* Near the cap the room for the worst case is not there: what fits still
+ * goes in, byte for byte; what does not is -K8S_ETOOBIG. */
+Test(k8s_json, escaped_string_up_to_the_cap)
+{
+    const char *s = "\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"\"x"; /* 20 quotes: 41 bytes escaped */
+    struct k8s_buf b;
+    k8s_buf_init(&b, 43);
+    cr_assert_eq(k8s_json_write_string(s, strlen(s), &b), 0);
+    cr_expect_eq(b.len, 43);
+    cr_expect_eq(k8s_buf_str(&b)[41], 'x');
+    k8s_buf_done(&b);
+    k8s_buf_init(&b, 42);
+    cr_expect_eq(k8s_json_write_string(s, strlen(s), &b), -K8S_ETOOBIG);
+    k8s_buf_done(&b);
+}

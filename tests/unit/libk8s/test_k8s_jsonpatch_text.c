@@ -73,3 +73,71 @@ Test(k8s_jsonpatch_text, over_the_cap_fails)
     cr_expect_eq(k8s_jsonpatch_text_string(&t, "add", "/a/long/path", "value"), -K8S_ETOOBIG);
     k8s_jsonpatch_text_done(&t);
 }
+
+/* A path written in pieces is the path k8s_jsonptr_push builds, escaped
+ * for JSON as a whole path given to k8s_jsonpatch_text_begin is. */
+Test(k8s_jsonpatch_text, path_in_pieces_as_the_pointer)
+{
+    const char *base = "/spec/\"q\"\\";
+    const char *segs[] = {"a~b/c", "\"x\"\n", "", "plain"};
+    struct k8s_buf ptr;
+    k8s_buf_init(&ptr, 1 << 16);
+    cr_assert_eq(k8s_buf_appends(&ptr, base), 0);
+    struct k8s_jsonpatch_text pieces, whole;
+    k8s_jsonpatch_text_init(&pieces);
+    k8s_jsonpatch_text_init(&whole);
+    cr_assert_eq(k8s_jsonpatch_text_open(&pieces, "add"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_path(&pieces, base, strlen(base)), 0);
+    for (size_t i = 0; i < sizeof(segs) / sizeof(segs[0]); i++) {
+        cr_assert_eq(k8s_jsonptr_push(&ptr, segs[i]), 0);
+        cr_assert_eq(k8s_jsonpatch_text_path_seg(&pieces, segs[i]), 0);
+    }
+    cr_assert_eq(k8s_jsonptr_push_index(&ptr, 12), 0);
+    cr_assert_eq(k8s_jsonptr_push_end(&ptr), 0);
+    cr_assert_eq(k8s_jsonpatch_text_path_index(&pieces, 12), 0);
+    cr_assert_eq(k8s_jsonpatch_text_path_index(&pieces, K8S_JSONPATCH_TEXT_END), 0);
+    cr_assert_eq(k8s_jsonpatch_text_value(&pieces), 0);
+    cr_assert_eq(k8s_buf_appends(&pieces.buf, "1"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_end(&pieces), 0);
+    cr_assert_eq(k8s_jsonpatch_text_begin(&whole, "add", k8s_buf_str(&ptr)), 0);
+    cr_assert_eq(k8s_buf_appends(&whole.buf, "1"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_end(&whole), 0);
+    size_t a, b;
+    const char *got = k8s_jsonpatch_text_json(&pieces, &a);
+    cr_expect_str_eq(got, k8s_jsonpatch_text_json(&whole, &b));
+    json_t *tree = k8s_jsonpatch_text_tree(&pieces);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(tree, 0), "path")),
+                     k8s_buf_str(&ptr));
+    json_decref(tree);
+    k8s_buf_done(&ptr);
+    k8s_jsonpatch_text_done(&pieces);
+    k8s_jsonpatch_text_done(&whole);
+}
+
+/* An operation opened as an earlier one began is that beginning, copied;
+ * a range outside the text is refused. */
+Test(k8s_jsonpatch_text, open_as_copies_an_earlier_beginning)
+{
+    struct k8s_jsonpatch_text t;
+    k8s_jsonpatch_text_init(&t);
+    cr_assert_eq(k8s_jsonpatch_text_open(&t, "add"), 0);
+    size_t at = t.at;
+    cr_assert_eq(k8s_jsonpatch_text_path(&t, "/spec/env", 9), 0);
+    size_t len = t.buf.len - at;
+    cr_assert_eq(k8s_jsonpatch_text_path_index(&t, K8S_JSONPATCH_TEXT_END), 0);
+    cr_assert_eq(k8s_jsonpatch_text_value(&t), 0);
+    cr_assert_eq(k8s_buf_appends(&t.buf, "1"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_end(&t), 0);
+    size_t n;
+    (void)k8s_jsonpatch_text_json(&t, &n); /* closed, then reopened by open_as */
+    cr_assert_eq(k8s_jsonpatch_text_open_as(&t, at, len), 0);
+    cr_assert_eq(k8s_jsonpatch_text_path_index(&t, 0), 0);
+    cr_assert_eq(k8s_jsonpatch_text_value(&t), 0);
+    cr_assert_eq(k8s_buf_appends(&t.buf, "2"), 0);
+    cr_assert_eq(k8s_jsonpatch_text_end(&t), 0);
+    cr_expect_str_eq(k8s_jsonpatch_text_json(&t, &n),
+                     "[{\"op\":\"add\",\"path\":\"/spec/env/-\",\"value\":1},"
+                     "{\"op\":\"add\",\"path\":\"/spec/env/0\",\"value\":2}]");
+    cr_expect_eq(k8s_jsonpatch_text_open_as(&t, n - 1, 2), -K8S_EINVAL);
+    k8s_jsonpatch_text_done(&t);
+}
