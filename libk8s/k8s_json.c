@@ -6,12 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "plain_run() finds the first byte to escape in a word as its lowest bits"
-#endif
+#include "k8s_jsonskip.h"
+
+/* The first byte in [p, end) that needs escaping, or end. */
+static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
+{
+    return k8s_json_scan(p, end, K8S_JSON_HIGH_PLAIN);
+}
 
 /* 1 for bytes that must be escaped in a JSON string (jansson's set). */
 static const unsigned char needs_escape[256] = {
@@ -44,51 +45,6 @@ static char *escape_into(char *t, unsigned char c)
     return t + 6;
 }
 
-/* The high bit of each byte of x that needs escaping (a quote, a
- * backslash, a control character); the lowest set bit is exact. */
-static uint64_t word_needs_escape(uint64_t x)
-{
-    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-    uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-    return (((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x)) & highs;
-}
-
-#ifdef __SSE2__
-/* Bit i set when byte i of x needs escaping. */
-static unsigned escape_mask(__m128i x)
-{
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                  ctl = _mm_set1_epi8(0x1F);
-    __m128i esc = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                               _mm_cmpeq_epi8(_mm_max_epu8(x, ctl), ctl)); /* x <= 0x1F */
-    return (unsigned)_mm_movemask_epi8(esc);
-}
-#endif
-
-/* The first byte in [p, end) that needs escaping, or end: 16 bytes per
- * test with SSE2, 8 with the word test, then one by one. */
-static const unsigned char *plain_run(const unsigned char *p, const unsigned char *end)
-{
-#ifdef __SSE2__
-    while (end - p >= 16) {
-        unsigned mask = escape_mask(_mm_loadu_si128((const __m128i *)p));
-        if (mask)
-            return p + __builtin_ctz(mask);
-        p += 16;
-    }
-#endif
-    uint64_t w, m;
-    while (end - p >= 8) {
-        memcpy(&w, p, 8);
-        if ((m = word_needs_escape(w)))
-            return p + (__builtin_ctzll(m) >> 3); /* little-endian: lowest = first */
-        p += 8;
-    }
-    while (p < end && !needs_escape[*p])
-        p++;
-    return p;
-}
-
 /* The escaped form of [p, end) at t, which has room for ESCAPED_MAX of
  * it; returns the end. With SSE2 each 16 bytes are stored whole and the
  * output advances to the first byte to escape, so a string with many
@@ -101,7 +57,7 @@ static char *escape_to(char *t, const unsigned char *p, const unsigned char *end
 #ifdef __SSE2__
     while (end - p >= 16) {
         __m128i x = _mm_loadu_si128((const __m128i *)p);
-        unsigned mask = escape_mask(x);
+        unsigned mask = k8s_json_mask16(x, K8S_JSON_HIGH_PLAIN);
         _mm_storeu_si128((__m128i *)t, x);
         unsigned k = mask ? (unsigned)__builtin_ctz(mask) : 16;
         p += k;
@@ -114,7 +70,7 @@ static char *escape_to(char *t, const unsigned char *p, const unsigned char *end
     while (end - p >= 8) { /* the same a word at a time */
         memcpy(&w, p, 8);
         memcpy(t, &w, 8);
-        m = word_needs_escape(w);
+        m = k8s_json_word_special(w, K8S_JSON_HIGH_PLAIN);
         unsigned k = m ? (unsigned)__builtin_ctzll(m) >> 3 : 8;
         p += k;
         t += k;

@@ -1,10 +1,13 @@
 /*
- * k8s_jsonskip — the fast lane of the validating JSON reader: finding
- * where a value ends when it is written the way the API server writes
- * (compact, plain ASCII strings, simple escapes), checking it on the way.
+ * k8s_jsonskip — scanning JSON text fast: the byte scan the reader
+ * (k8s_jsonload) and the writer (k8s_json) share, and the reader's fast
+ * lane for finding where a value ends when it is written the way the API
+ * server writes (compact, plain ASCII strings, simple escapes), checking
+ * it on the way.
  *
- * k8s_json_plain_run finds the first byte of a string literal that needs a
- * closer look (quote, backslash, control or non-ASCII byte), 16 at a time.
+ * k8s_json_scan finds the first byte of a string that needs attention, 16
+ * at a time: for the writer the bytes JSON must escape, for the reader
+ * those and non-ASCII bytes (k8s_json_plain_run).
  * k8s_json_skip_compact passes one value that holds nothing else: no
  * whitespace, no \u escape, no non-ASCII byte. It answers only "valid,
  * ends here" or "not for me" — never "invalid": on anything it does not
@@ -17,6 +20,7 @@
 #ifndef K8S_JSONSKIP_H
 #define K8S_JSONSKIP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -24,35 +28,47 @@
 #include <emmintrin.h>
 #endif
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "k8s_json_plain_run finds the first special byte of a word as its lowest bits"
+#error "k8s_json_scan finds the first special byte of a word as its lowest bits"
 #endif
 
-/* Word-at-a-time test: the high bit of each byte of x that needs a closer
- * look. Bits above the lowest may be false positives; the lowest is exact. */
-static inline uint64_t k8s_json_word_special(uint64_t x)
+/* The two sets of bytes a scan stops at: K8S_JSON_HIGH_PLAIN, the writer's
+ * (a quote, a backslash, a control byte: what JSON must escape), and
+ * K8S_JSON_HIGH_STOPS, the reader's (those and every non-ASCII byte, which
+ * it validates as UTF-8). The flag is a constant at each call site. */
+#define K8S_JSON_HIGH_PLAIN false
+#define K8S_JSON_HIGH_STOPS true
+
+/* Word-at-a-time test: the high bit of each byte of x a scan stops at.
+ * Bits above the lowest may be false positives; the lowest is exact. */
+static inline uint64_t k8s_json_word_special(uint64_t x, bool high)
 {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
     uint64_t quote = x ^ (ones * '"'), bslash = x ^ (ones * '\\');
     uint64_t zero_q = (quote - ones) & ~quote, zero_b = (bslash - ones) & ~bslash;
     uint64_t ctrl = (x - ones * 0x20) & ~x; /* bytes < 0x20 */
-    return (zero_q | zero_b | ctrl | x) & highs;
+    return (zero_q | zero_b | ctrl | (high ? x : 0)) & highs;
 }
 
-/* The first byte at or after p that is a quote, a backslash, a control or
- * a non-ASCII byte (end when none): 16 at a time with SSE2 (one signed
- * compare finds both control and non-ASCII bytes), then 8, then 1. */
-static inline const unsigned char *k8s_json_plain_run(const unsigned char *p,
-                                                      const unsigned char *end)
+#ifdef __SSE2__
+/* Bit i set when byte i of x is one a scan stops at. */
+static inline unsigned k8s_json_mask16(__m128i x, bool high)
+{
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    __m128i ctl = high ? _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)) /* signed: < 0x20 or >= 0x80 */
+                       : _mm_cmpeq_epi8(_mm_max_epu8(x, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F));
+    return (unsigned)_mm_movemask_epi8(
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)), ctl));
+}
+#endif
+
+/* The first byte at or after p that a scan stops at (end when none): 16 at
+ * a time with SSE2, then 8, then 1. */
+static inline const unsigned char *k8s_json_scan(const unsigned char *p, const unsigned char *end,
+                                                 bool high)
 {
 #ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
-                  space = _mm_set1_epi8(0x20);
     while (end - p >= 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)p);
-        __m128i special =
-            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, quote), _mm_cmpeq_epi8(x, bslash)),
-                         _mm_cmplt_epi8(x, space));
-        unsigned mask = (unsigned)_mm_movemask_epi8(special);
+        unsigned mask = k8s_json_mask16(_mm_loadu_si128((const __m128i *)p), high);
         if (mask)
             return p + __builtin_ctz(mask);
         p += 16;
@@ -61,13 +77,21 @@ static inline const unsigned char *k8s_json_plain_run(const unsigned char *p,
     uint64_t w, m;
     while (end - p >= 8) {
         memcpy(&w, p, 8);
-        if ((m = k8s_json_word_special(w)))
+        if ((m = k8s_json_word_special(w, high)))
             return p + (__builtin_ctzll(m) >> 3); /* little-endian: lowest = first */
         p += 8;
     }
-    while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+    while (p < end && *p >= 0x20 && (!high || *p < 0x80) && *p != '"' && *p != '\\')
         p++;
     return p;
+}
+
+/* The reader's scan: the first byte of a string literal that needs a
+ * closer look (quote, backslash, control or non-ASCII byte). */
+static inline const unsigned char *k8s_json_plain_run(const unsigned char *p,
+                                                      const unsigned char *end)
+{
+    return k8s_json_scan(p, end, K8S_JSON_HIGH_STOPS);
 }
 
 /* The end of the value at p (one past its last byte), or NULL when the
