@@ -607,3 +607,11 @@ int k8s_jpull_element(struct k8s_jpull *r, int *state)
 {
     return step(r, state, '[', ']');
 }
+
+int k8s_jpull_true(struct k8s_jpull *r)
+{
+    skip_ws(r);
+    bool is_true = r->end - r->p >= 4 && !memcmp(r->p, "true", 4);
+    json_t *none = NULL;
+    return value(r, NULL, false, &none) < 0 ? -1 : is_true;
+}

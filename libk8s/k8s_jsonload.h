@@ -89,6 +89,9 @@ int k8s_jpull_element(struct k8s_jpull *p, int *state) K8S_MUST_CHECK;
 /* Bytes from the cursor to the end of the document (a bound on what the
  * rest of the value decodes to). */
 size_t k8s_jpull_left(const struct k8s_jpull *p);
+/* Is the value at the cursor `true`? 1 when it is, 0 for any other value
+ * (skipped); -1 as for the others. */
+int k8s_jpull_true(struct k8s_jpull *p) K8S_MUST_CHECK;
 /* Refuse the document with what (static text); returns -1. */
 int k8s_jpull_fail(struct k8s_jpull *p, const char *what);
 

@@ -132,20 +132,26 @@ enum k8s_kind_id k8s_kind_id_of(const char *kind)
     return K8S_KIND_NONE;
 }
 
-static const char *label_of(const json_t *labels, const char *key)
+static const char *label_of(const void *labels, const char *key)
 {
     return json_string_value(json_object_get(labels, key));
 }
 
-const char *k8s_kind_pod_label(const struct k8s_kind *k, const json_t *labels)
+const char *k8s_kind_pod_label_in(const struct k8s_kind *k, k8s_label_fn *get, const void *labels)
 {
     const struct k8s_kind_label *l = &k->pod_label;
-    const char *v = l->key ? label_of(labels, l->key) : NULL;
+    const char *v = l->key ? get(labels, l->key) : NULL;
     if (!v)
         return NULL;
-    if (l->when && !(label_of(labels, l->when) && !strcmp(label_of(labels, l->when), l->is)))
+    const char *cond = l->when ? get(labels, l->when) : NULL;
+    if (l->when && !(cond && !strcmp(cond, l->is)))
         return NULL;
     return v;
+}
+
+const char *k8s_kind_pod_label(const struct k8s_kind *k, const json_t *labels)
+{
+    return k8s_kind_pod_label_in(k, label_of, labels);
 }
 
 bool k8s_kind_selects_pods(enum k8s_kind_id id)

@@ -106,6 +106,10 @@ enum k8s_kind_id k8s_kind_id_of(const char *kind);
 /* The value of k's pod label in a pod's labels (borrowed), or NULL when
  * absent or its condition label does not match. */
 const char *k8s_kind_pod_label(const struct k8s_kind *k, const json_t *labels);
+/* The same over labels of any form: get(labels, key) gives a label's
+ * value or NULL. */
+typedef const char *k8s_label_fn(const void *labels, const char *key);
+const char *k8s_kind_pod_label_in(const struct k8s_kind *k, k8s_label_fn *get, const void *labels);
 
 /* Does a workloadRef kind select its pods by kind id's pod label? */
 bool k8s_kind_selects_pods(enum k8s_kind_id id);

@@ -121,8 +121,7 @@ static int decide(const struct wh_admit_ctx *ctx, const struct wh_review *rv, in
                  rv->what);
         return mo->warnings ? 0 : -K8S_ENOMEM;
     }
-    struct wh_mutate_in in = {.pod = rv->object,
-                              .spec = &rv->spec,
+    struct wh_mutate_in in = {.view = &rv->pod,
                               .ns = rv->ns,
                               .path = "",
                               .now = time(NULL),
@@ -207,7 +206,6 @@ static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, i
      * their memory returns with the arena, without walking the trees */
     k8s_arena_forget(&mo.warnings);
     k8s_jsonpatch_text_done(&mo.text);
-    k8s_arena_forget(&rv.root);
-    wh_podspec_done(&rv.spec);
+    wh_review_done(&rv);
     return r;
 }

@@ -9,29 +9,18 @@
 #include "k8s_names.h"
 #include "wh_warn.h"
 
-static int cmp_str(const void *a, const void *b)
+char *wh_sorted_labels(const struct wh_map *labels)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-char *wh_sorted_labels(const json_t *labels)
-{
-    size_t n = json_object_size(labels), i = 0;
-    const char **keys = calloc(n ? n : 1, sizeof(*keys));
-    if (!keys)
+    size_t n;
+    struct wh_kv *kv = wh_map_ordered(labels, &n);
+    if (!kv)
         return NULL;
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)labels, k, v) keys[i++] = k;
-    qsort(keys, n, sizeof(*keys), cmp_str);
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 20);
     int r = 0;
-    for (i = 0; i < n && r == 0; i++) {
-        const char *val = json_string_value(json_object_get(labels, keys[i]));
-        r = k8s_buf_cat(&b, i ? "," : "", keys[i], "=", val ? val : "", NULL);
-    }
-    free(keys);
+    for (size_t i = 0; i < n && r == 0; i++)
+        r = k8s_buf_cat(&b, i ? "," : "", kv[i].key, "=", kv[i].val ? kv[i].val : "", NULL);
+    free(kv);
     return r < 0 ? NULL : k8s_buf_take(&b, NULL);
 }
 
@@ -131,7 +120,7 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
     return 0;
 }
 
-int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret)
+int wh_identity_adopt(const struct wh_meta *pod_meta, struct wh_identity *ret)
 {
     const char *ident = wh_meta_annotation(pod_meta, K8S_ANN_IDENTIFIER);
     const char *meta = wh_meta_annotation(pod_meta, K8S_ANN_METADATA);

@@ -22,6 +22,7 @@
 
 #include "k8s_err.h"
 #include "k8s_mlrun.h"
+#include "wh_meta.h"
 #include "wh_workload.h"
 
 struct wh_identity {
@@ -43,11 +44,12 @@ int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *
  * and diagon.gke.io/metadata annotations), so every container of one pod,
  * including ones added by later webhooks, gets byte-identical values.
  * Returns 0, -K8S_ENOTFOUND when the pod carries none, -K8S_ENOMEM. */
-int wh_identity_adopt(const json_t *pod_meta, struct wh_identity *ret) K8S_MUST_CHECK;
+int wh_identity_adopt(const struct wh_meta *pod_meta, struct wh_identity *ret) K8S_MUST_CHECK;
 
 void wh_identity_done(struct wh_identity *id);
 
-/* "k1=v1,k2=v2" of a label map sorted by key; new string (free()). */
-char *wh_sorted_labels(const json_t *labels);
+/* "k1=v1,k2=v2" of a label map sorted by key; new string (free()), NULL
+ * on OOM. */
+char *wh_sorted_labels(const struct wh_map *labels);
 
 #endif

@@ -133,7 +133,8 @@ static int run_site(struct job *j, const struct site *s, bool whole_doc)
     struct wh_workload wl;
     struct wh_mutate_in in = {.pod = pod, .ns = j->ns, .path = s->path, .now = j->now};
     if (!whole_doc) { /* a template: the document is the workload */
-        wh_workload_from_doc(j->doc, j->ns, s->parent, &wl);
+        if (wh_workload_from_doc(j->doc, j->ns, s->parent, &wl) < 0)
+            return -K8S_ENOMEM;
         in.workload = &wl;
     }
     struct wh_mutate_out mo;

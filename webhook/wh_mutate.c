@@ -30,19 +30,16 @@ struct ctx {
     const struct wh_lookup *lk;
     const struct wh_mutate_in *in;
     struct wh_mutate_out *out;
-    const json_t *meta;          /* the pod's metadata (may be NULL) */
-    const struct wh_podspec *ps; /* in->spec, or own read from the pod */
-    struct wh_podspec own;
-    json_t *ns_meta; /* namespace metadata, NULL when unknown */
+    const struct wh_pod *pod;    /* in->view, or own read from in->pod */
+    const struct wh_meta *meta;  /* the pod's metadata */
+    const struct wh_podspec *ps; /* the pod's spec */
+    struct wh_pod own;
+    json_t *ns_doc;    /* namespace metadata, NULL when unknown */
+    struct wh_meta ns; /* of ns_doc */
     struct wh_workload wl;
     struct target *t; /* one slot per container and init container */
     size_t nt, cap;
 };
-
-static const char *str_at(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
 
 K8S_PRINTF(2, 3) static void set_reason(struct wh_mutate_out *out, const char *fmt, ...)
 {
@@ -54,26 +51,29 @@ K8S_PRINTF(2, 3) static void set_reason(struct wh_mutate_out *out, const char *f
 
 /* ---------- shape and targets ---------- */
 
-/* The pod's spec as the reader gives it: the caller's, or read here. */
-static int read_spec(struct ctx *x)
+/* The pod as the readers give it: the caller's, or read here. */
+static int read_pod(struct ctx *x)
 {
-    x->ps = x->in->spec;
-    if (x->ps)
-        return 0;
-    x->ps = &x->own;
-    return wh_podspec_from_json(json_object_get(x->in->pod, "spec"), &x->own);
+    x->pod = x->in->view;
+    if (!x->pod) {
+        x->pod = &x->own;
+        if (wh_pod_from_json(x->in->pod, &x->own) < 0)
+            return -K8S_ENOMEM;
+    }
+    x->meta = &x->pod->meta;
+    x->ps = &x->pod->spec;
+    return 0;
 }
 
 static bool shape_ok(struct ctx *x)
 {
-    const json_t *pod = x->in->pod;
-    x->meta = json_object_get(pod, "metadata");
-    const char *bad = !json_is_object(pod)                  ? "pod is not an object"
-                      : x->meta && !json_is_object(x->meta) ? "metadata is not an object"
-                      : x->ps->shape != WH_SHAPE_LIST       ? "spec is missing"
-                      : x->ps->list[WH_CONTAINERS].shape != WH_SHAPE_LIST
-                          ? "spec.containers is not a list"
-                          : NULL;
+    enum wh_shape meta = x->meta->shape;
+    const char *bad =
+        x->pod->shape != WH_SHAPE_LIST                      ? "pod is not an object"
+        : meta == WH_SHAPE_NULL || meta == WH_SHAPE_OTHER   ? "metadata is not an object"
+        : x->ps->shape != WH_SHAPE_LIST                     ? "spec is missing"
+        : x->ps->list[WH_CONTAINERS].shape != WH_SHAPE_LIST ? "spec.containers is not a list"
+                                                            : NULL;
     if (!bad)
         return true;
     set_reason(x->out, "unexpected pod shape: %s", bad);
@@ -101,6 +101,17 @@ static bool in_list(const char *list, const char *name)
     return false;
 }
 
+/* v in decimal, in buf; returns buf. */
+static const char *decimal(size_t v, char buf[24])
+{
+    char *p = buf + 23;
+    *p = '\0';
+    do
+        *--p = (char)('0' + v % 10);
+    while (v /= 10);
+    return p;
+}
+
 static void add_targets(struct ctx *x, enum wh_podspec_list l, bool sidecars_only, const char *only)
 {
     const char *field = wh_podspec_list_name(l);
@@ -116,7 +127,9 @@ static void add_targets(struct ctx *x, enum wh_podspec_list l, bool sidecars_onl
         struct target *t = &x->t[x->nt++];
         t->c = c;
         t->name = name;
-        snprintf(t->path, sizeof(t->path), "%s/spec/%s/%zu", x->in->path, field, i);
+        char idx[24]; /* the paths are built without printf: this is per container */
+        k8s_strjoin(t->path, sizeof(t->path), x->in->path, "/spec/", field, "/", decimal(i, idx),
+                    NULL);
     }
 }
 
@@ -151,13 +164,13 @@ static int find_targets(struct ctx *x)
 
 /* ---------- decision ---------- */
 
-static void lookup_namespace(struct ctx *x, char *why, size_t cap)
+/* 0 (what could not be learned is in why), or -K8S_ENOMEM. */
+static int lookup_namespace(struct ctx *x, char *why, size_t cap)
 {
     struct k8s_error err = {0};
-    int r =
-        wh_lookup_meta(x->lk, "Namespace", "", x->in->ns, x->in->deadline_ns, &x->ns_meta, &err);
+    int r = wh_lookup_meta(x->lk, "Namespace", "", x->in->ns, x->in->deadline_ns, &x->ns_doc, &err);
     if (r == 0)
-        return;
+        return wh_meta_from_json(x->ns_doc, &x->ns);
     if (!x->lk)
         k8s_strjoin(why, cap, "standalone: namespace ", x->in->ns, " not looked up", NULL);
     else
@@ -165,14 +178,15 @@ static void lookup_namespace(struct ctx *x, char *why, size_t cap)
                  err.message[0] ? err.message : k8s_strerror(r));
     if (x->lk && r != -K8S_ENOTFOUND)
         wh_warnf(x->out->warnings, "mldiagnostics: %s", why);
+    return 0;
 }
 
 static int decide(struct ctx *x)
 {
     const struct wh_workload *w = x->in->workload;
     if (!w) {
-        if (wh_workload_resolve(x->in->pod, x->in->ns, x->lk, x->in->now, x->in->deadline_ns,
-                                &x->wl) < 0)
+        if (wh_workload_resolve(x->meta, x->in->ns, x->lk, x->in->now, x->in->deadline_ns, &x->wl) <
+            0)
             return -K8S_ENOMEM;
         w = &x->wl;
     }
@@ -180,11 +194,10 @@ static int decide(struct ctx *x)
     if (w->lookup_failed) /* the decision below may lack the workload's labels */
         wh_warnf(x->out->warnings, "mldiagnostics: %s", w->unknown_why);
     char ns_why[200] = "";
-    if (!x->in->workload)
-        lookup_namespace(x, ns_why, sizeof(ns_why));
-    struct wh_decision d =
-        wh_policy_decide(x->meta, w, x->ns_meta ? json_object_get(x->ns_meta, "labels") : NULL,
-                         ns_why[0] ? ns_why : NULL, x->out->warnings);
+    if (!x->in->workload && lookup_namespace(x, ns_why, sizeof(ns_why)) < 0)
+        return -K8S_ENOMEM;
+    struct wh_decision d = wh_policy_decide(x->meta, w, x->ns_doc ? &x->ns.labels : NULL,
+                                            ns_why[0] ? ns_why : NULL, x->out->warnings);
     x->out->inject = d.inject;
     memcpy(x->out->reason, d.reason, sizeof(d.reason));
     if (x->lk && k8s_mono_ns() > x->in->deadline_ns)
@@ -211,8 +224,8 @@ static const char *service_name(const struct ctx *x, const struct wh_attrs *attr
         return NULL;
     }
     const char *v = wh_meta_annotation(x->meta, K8S_ANN_SERVICE_NAME);
-    if (!v && w->annotations)
-        v = str_at(w->annotations, K8S_ANN_SERVICE_NAME);
+    if (!v)
+        v = wh_map_get(w->annotations, K8S_ANN_SERVICE_NAME);
     return v && *v ? v : w->name;
 }
 
@@ -244,8 +257,8 @@ static int build_attrs(const struct ctx *x, const struct wh_identity *id, struct
         r = r ? r : wh_attrs_set(a, "k8s.cluster.name", k8s_mlrun_cluster_short(cluster));
     if (!w->bare_pod && *w->name)
         r = r ? r : lower_kind_attr(a, w);
-    const char *from_ns = x->ns_meta ? wh_meta_annotation(x->ns_meta, K8S_ANN_ATTRS) : NULL;
-    const char *from_wl = w->annotations ? str_at(w->annotations, K8S_ANN_ATTRS) : NULL;
+    const char *from_ns = wh_meta_annotation(&x->ns, K8S_ANN_ATTRS);
+    const char *from_wl = wh_map_get(w->annotations, K8S_ANN_ATTRS);
     const char *from_pod = wh_meta_annotation(x->meta, K8S_ANN_ATTRS);
     json_t *warn = x->out->warnings;
     if (r == 0 && from_ns)
@@ -400,16 +413,17 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
 {
     const char *const keys[] = {K8S_ANN_IDENTIFIER, K8S_ANN_METADATA, K8S_ANN_INJECTION};
     const char *const vals[] = {id->identifier, id->metadata, x->out->injection};
-    const json_t *ann = json_object_get(x->meta, "annotations");
-    if (!x->meta || !ann || json_is_null(ann)) {
+    const struct wh_map *ann = &x->meta->annotations;
+    bool has_meta = x->meta->shape == WH_SHAPE_LIST; /* shape_ok: else absent */
+    if (!has_meta || ann->shape == WH_SHAPE_ABSENT || ann->shape == WH_SHAPE_NULL) {
         struct k8s_buf *b = &x->out->text.buf;
-        int r = op_begin(x, "add", x->in->path, "/metadata", x->meta ? "annotations" : NULL);
-        r = r || x->meta ? r : k8s_buf_appends(b, "{\"annotations\":");
+        int r = op_begin(x, "add", x->in->path, "/metadata", has_meta ? "annotations" : NULL);
+        r = r || has_meta ? r : k8s_buf_appends(b, "{\"annotations\":");
         r = r ? r : write_strings(b, keys, vals, 3);
-        r = r || x->meta ? r : k8s_buf_append(b, "}", 1);
+        r = r || has_meta ? r : k8s_buf_append(b, "}", 1);
         return r ? r : k8s_jsonpatch_text_end(&x->out->text);
     }
-    if (!json_is_object(ann)) {
+    if (ann->shape != WH_SHAPE_LIST) {
         wh_warnf(x->out->warnings, "metadata.annotations is not a map; pod annotations not set");
         return 0;
     }
@@ -417,8 +431,8 @@ static int patch_annotations(struct ctx *x, const struct wh_identity *id)
         /* the identity annotations must say what the env now says (a pod
          * can arrive with one stale half); the injection record of a pod
          * injected before is kept */
-        const json_t *cur = json_object_get(ann, keys[i]);
-        const char *have = json_string_value(cur);
+        const struct wh_kv *cur = wh_map_find(ann, keys[i]);
+        const char *have = cur ? cur->val : NULL;
         const char *op = !cur                                        ? "add"
                          : i < 2 && (!have || strcmp(have, vals[i])) ? "replace"
                                                                      : NULL;
@@ -467,7 +481,7 @@ static int patch_volume(struct ctx *x, bool needed, bool *ret_present)
 {
     enum wh_shape vols = x->ps->volumes_shape;
     char base[400];
-    snprintf(base, sizeof(base), "%s/spec/volumes", x->in->path);
+    k8s_strjoin(base, sizeof(base), x->in->path, "/spec/volumes", NULL);
     *ret_present = false;
     if (vols == WH_SHAPE_OTHER) {
         wh_warnf(x->out->warnings, "spec.volumes is not a list; " WH_VOLUME_NAME " not mounted");
@@ -498,7 +512,7 @@ static int patch_mount(struct ctx *x, const struct target *t, enum mount_state s
         wh_warnf(x->out->warnings, "container %s: volumeMounts is not a list", t->name);
     if (st != M_ADD)
         return 0;
-    snprintf(base, sizeof(base), "%s/volumeMounts", t->path);
+    k8s_strjoin(base, sizeof(base), t->path, "/volumeMounts", NULL);
     if (absent(t->c->mounts_shape))
         return add_written(x, base, write_mount, true);
     strcat(base, "/-");
@@ -597,7 +611,7 @@ int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
     if (r < 0)
         goto out_free_ctx;
     *x = (struct ctx){.cfg = cfg, .lk = lk, .in = in, .out = ret};
-    r = read_spec(x);
+    r = read_pod(x);
     if (r < 0 || !shape_ok(x))
         goto out_free_ctx;
     r = decide(x);
@@ -616,8 +630,9 @@ int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
 out_free_ctx:
     if (x) {
         wh_workload_done(&x->wl);
-        wh_podspec_done(&x->own);
-        json_decref(x->ns_meta);
+        wh_pod_done(&x->own);
+        wh_meta_done(&x->ns);
+        json_decref(x->ns_doc);
         free(x->t);
     }
     free(x);

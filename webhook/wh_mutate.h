@@ -31,6 +31,7 @@
 #include "k8s_names.h"
 #include "wh_config.h"
 #include "wh_lookup.h"
+#include "wh_meta.h"
 #include "wh_podspec.h"
 #include "wh_workload.h"
 
@@ -39,7 +40,7 @@
 
 struct wh_mutate_in {
     const json_t *pod;                  /* a Pod, or a pod template {metadata, spec} */
-    const struct wh_podspec *spec;      /* pod's spec, already read; NULL: read from pod */
+    const struct wh_pod *view;          /* the pod already read; NULL: read from pod */
     const char *ns;                     /* the pod's namespace ("" when unknown) */
     const char *path;                   /* JSON Pointer of pod in the patched document */
     const struct wh_workload *workload; /* pre-resolved (offline), or NULL to resolve */

@@ -270,7 +270,7 @@ int wh_podspec_read(const char *text, size_t len, struct wh_podspec *ret)
 
 /* ---------- reading a tree ---------- */
 
-static enum wh_shape shape_of(const json_t *v, bool object)
+enum wh_shape wh_shape_of(const json_t *v, bool object)
 {
     return !v                                                ? WH_SHAPE_ABSENT
            : json_is_null(v)                                 ? WH_SHAPE_NULL
@@ -292,8 +292,8 @@ int wh_container_from_json(const json_t *c, struct wh_container *ret)
     const json_t *env = json_object_get(c, "env"), *mounts = json_object_get(c, "volumeMounts");
     ret->name = str_of(c, "name", NULL);
     ret->restart_policy = str_of(c, "restartPolicy", NULL);
-    ret->env_shape = shape_of(env, false);
-    ret->mounts_shape = shape_of(mounts, false);
+    ret->env_shape = wh_shape_of(env, false);
+    ret->mounts_shape = wh_shape_of(mounts, false);
     ret->env = calloc(json_array_size(env) + 1, sizeof(*ret->env));
     ret->mounts = calloc(json_array_size(mounts) + 1, sizeof(*ret->mounts));
     if (!ret->env || !ret->mounts) {
@@ -317,7 +317,7 @@ int wh_container_from_json(const json_t *c, struct wh_container *ret)
 
 static int list_from_json(struct wh_podspec *s, enum wh_podspec_list l, const json_t *a)
 {
-    s->list[l].shape = shape_of(a, false);
+    s->list[l].shape = wh_shape_of(a, false);
     if (!(s->list[l].c = calloc(json_array_size(a) + 1, sizeof(struct wh_container))))
         return -K8S_ENOMEM;
     for (size_t i = 0; i < json_array_size(a); i++, s->list[l].n++)
@@ -328,12 +328,12 @@ static int list_from_json(struct wh_podspec *s, enum wh_podspec_list l, const js
 
 int wh_podspec_from_json(const json_t *spec, struct wh_podspec *ret)
 {
-    *ret = (struct wh_podspec){.shape = shape_of(spec, true)};
+    *ret = (struct wh_podspec){.shape = wh_shape_of(spec, true)};
     const json_t *vols = json_object_get(spec, "volumes");
     int r = 0;
     for (int l = 0; l < WH_NLISTS && r == 0; l++)
         r = list_from_json(ret, (enum wh_podspec_list)l, json_object_get(spec, list_names[l]));
-    ret->volumes_shape = shape_of(vols, false);
+    ret->volumes_shape = wh_shape_of(vols, false);
     if (r == 0 && !(ret->volumes = calloc(json_array_size(vols) + 1, sizeof(*ret->volumes))))
         r = -K8S_ENOMEM;
     for (size_t i = 0; r == 0 && i < json_array_size(vols); i++)

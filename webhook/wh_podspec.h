@@ -39,6 +39,10 @@ enum wh_shape {
     WH_SHAPE_OTHER /* anything else */
 };
 
+/* The shape of a member's value v in a tree (NULL: absent); object: an
+ * object is LIST, else an array is. */
+enum wh_shape wh_shape_of(const json_t *v, bool object);
+
 struct wh_envvar {
     const char *name;  /* NULL unless a string */
     size_t len;        /* of name */

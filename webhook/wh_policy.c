@@ -10,9 +10,9 @@
 
 enum tri { UNSET, YES, NO };
 
-static enum tri value_of(const json_t *map, const char *where, json_t *warnings)
+static enum tri value_of(const struct wh_map *map, const char *where, json_t *warnings)
 {
-    const char *v = json_string_value(json_object_get(map, K8S_LABEL_MANAGED));
+    const char *v = wh_map_get(map, K8S_LABEL_MANAGED);
     if (!v)
         return UNSET;
     if (!strcmp(v, "true"))
@@ -51,12 +51,12 @@ static struct wh_decision skip_reason(const struct wh_workload *w, bool ns_opted
     return decided(false, "no " K8S_LABEL_MANAGED "=true label on pod, workload or namespace");
 }
 
-struct wh_decision wh_policy_decide(const json_t *pod_meta, const struct wh_workload *w,
-                                    const json_t *ns_labels, const char *ns_unknown_why,
+struct wh_decision wh_policy_decide(const struct wh_meta *pod_meta, const struct wh_workload *w,
+                                    const struct wh_map *ns_labels, const char *ns_unknown_why,
                                     json_t *warnings)
 {
-    enum tri pod_l = value_of(json_object_get(pod_meta, "labels"), "pod label", warnings);
-    enum tri pod_a = value_of(json_object_get(pod_meta, "annotations"), "pod annotation", warnings);
+    enum tri pod_l = value_of(pod_meta ? &pod_meta->labels : NULL, "pod label", warnings);
+    enum tri pod_a = value_of(pod_meta ? &pod_meta->annotations : NULL, "pod annotation", warnings);
     enum tri wl = w->bare_pod ? UNSET : value_of(w->labels, "workload label", warnings);
     enum tri nsl = value_of(ns_labels, "namespace label", warnings);
     if (pod_l == NO || pod_a == NO)

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 
 #include "k8s_names.h"
+#include "wh_meta.h"
 #include "wh_workload.h"
 
 struct wh_decision {
@@ -27,8 +28,8 @@ struct wh_decision {
 /* Decide from the pod's metadata, its workload (labels may be unknown) and
  * the namespace's labels (NULL when unknown). Values other than "true" and
  * "false" count as unset and add a warning to `warnings` (an array). */
-struct wh_decision wh_policy_decide(const json_t *pod_meta, const struct wh_workload *w,
-                                    const json_t *ns_labels, const char *ns_unknown_why,
+struct wh_decision wh_policy_decide(const struct wh_meta *pod_meta, const struct wh_workload *w,
+                                    const struct wh_map *ns_labels, const char *ns_unknown_why,
                                     json_t *warnings);
 
 #endif

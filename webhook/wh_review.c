@@ -4,42 +4,186 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_buf.h"
 #include "k8s_codec.h"
 #include "k8s_json.h"
 #include "k8s_jsonload.h"
 
 #define GROUP "admission.k8s.io/"
 
-/* The members of a review that the webhook reads (wh_mutate reads nothing
- * else of the pod); everything else is validated and skipped. The spec is
- * read by wh_podspec in the same pass. */
+/* The members of a review the webhook reads, each a string slot, an
+ * object of its own, or read by its own reader; everything else is
+ * validated and skipped. The pod's metadata and spec are read by wh_meta
+ * and wh_podspec in the same pass, and no JSON value is built. */
+enum slot {
+    S_NONE,
+    S_API,
+    S_KIND,
+    S_UID,
+    S_GROUP,
+    S_RKIND,
+    S_RESOURCE,
+    S_SUB,
+    S_NS,
+    S_NAME,
+    S_OP,
+    S_N
+};
+enum reader { X_STRING, X_OBJECT, X_REQUEST, X_DRY_RUN, X_POD };
 
-static const struct k8s_json_filter f_meta[] = {
-    {"name", NULL},   {"generateName", NULL},      {"namespace", NULL},
-    {"labels", NULL}, {"annotations", NULL},       {"ownerReferences", NULL},
-    {"uid", NULL},    {"creationTimestamp", NULL}, {NULL}};
-static const struct k8s_json_filter f_object[] = {{"apiVersion", NULL},
-                                                  {"kind", NULL},
-                                                  {"metadata", f_meta},
-                                                  {"spec", NULL, wh_podspec_pull},
-                                                  {NULL}};
-static const struct k8s_json_filter f_request[] = {
-    {"uid", NULL},        {"kind", NULL}, {"resource", NULL},  {"subResource", NULL},
-    {"namespace", NULL},  {"name", NULL}, {"operation", NULL}, {"dryRun", NULL},
-    {"object", f_object}, {NULL}};
-const struct k8s_json_filter wh_review_filter[] = {
-    {"apiVersion", NULL}, {"kind", NULL}, {"request", f_request}, {NULL}};
+struct field {
+    const char *key;
+    enum reader x;
+    enum slot slot;             /* X_STRING */
+    const struct field *fields; /* X_OBJECT, X_REQUEST: its members */
+};
 
-static const char *str_at(const json_t *o, const char *k)
+static const struct field f_kind[] = {
+    {"group", X_STRING, S_GROUP}, {"kind", X_STRING, S_RKIND}, {NULL}};
+static const struct field f_resource[] = {{"resource", X_STRING, S_RESOURCE}, {NULL}};
+static const struct field f_request[] = {{"uid", X_STRING, S_UID},
+                                         {"kind", X_OBJECT, S_NONE, f_kind},
+                                         {"resource", X_OBJECT, S_NONE, f_resource},
+                                         {"subResource", X_STRING, S_SUB},
+                                         {"namespace", X_STRING, S_NS},
+                                         {"name", X_STRING, S_NAME},
+                                         {"operation", X_STRING, S_OP},
+                                         {"dryRun", X_DRY_RUN},
+                                         {"object", X_POD},
+                                         {NULL}};
+static const struct field f_review[] = {{"apiVersion", X_STRING, S_API},
+                                        {"kind", X_STRING, S_KIND},
+                                        {"request", X_REQUEST, S_NONE, f_request},
+                                        {NULL}};
+
+struct rd {
+    struct k8s_jpull *p;
+    char *pool; /* the strings of the slots; never more than the text */
+    size_t used;
+    const char *s[S_N]; /* NULL unless the member is a string */
+    bool is_object, has_request, dry_run;
+    struct wh_pod *pod;
+};
+
+static bool is(const char *k, size_t n, const char *name)
 {
-    return json_string_value(json_object_get(o, k));
+    return strlen(name) == n && !memcmp(k, name, n);
 }
 
-static int check_envelope(json_t *root, enum wh_review_version *ver, struct k8s_error *reterr)
+/* Forget what an earlier occurrence of the members of f gave: of
+ * duplicate members the last counts. */
+static void forget(struct rd *r, const struct field *f)
 {
-    if (!json_is_object(root))
+    for (; f->key; f++) {
+        if (f->x == X_STRING)
+            r->s[f->slot] = NULL;
+        else if (f->fields)
+            forget(r, f->fields);
+        r->has_request &= f->x != X_REQUEST;
+        r->dry_run &= f->x != X_DRY_RUN;
+        if (f->x == X_POD)
+            wh_pod_done(r->pod);
+    }
+}
+
+static int string(struct rd *r, enum slot slot)
+{
+    const char *s;
+    size_t n;
+    r->s[slot] = NULL;
+    int is_string = k8s_jpull_string(r->p, &s, &n);
+    if (is_string > 0) {
+        char *o = r->pool + r->used;
+        memcpy(o, s, n);
+        o[n] = '\0';
+        r->used += n + 1;
+        r->s[slot] = o;
+    }
+    return is_string < 0 ? -1 : 0;
+}
+
+static int walk(struct rd *r, const struct field *f);
+
+/* The object member: its metadata and spec, or no pod when not an object. */
+static int pod(struct rd *r)
+{
+    wh_pod_done(r->pod);
+    enum k8s_jtype t = k8s_jpull_peek(r->p);
+    r->pod->shape = t == K8S_J_OBJECT ? WH_SHAPE_LIST
+                    : t == K8S_J_NULL ? WH_SHAPE_NULL
+                                      : WH_SHAPE_OTHER;
+    if (t != K8S_J_OBJECT)
+        return k8s_jpull_skip(r->p);
+    int st = 0, rc;
+    const char *k;
+    size_t n;
+    while ((rc = k8s_jpull_member(r->p, &st, &k, &n)) > 0) {
+        int v = is(k, n, "metadata") ? wh_meta_pull(r->p, &r->pod->meta)
+                : is(k, n, "spec")   ? wh_podspec_pull(r->p, &r->pod->spec)
+                                     : k8s_jpull_skip(r->p);
+        if (v < 0)
+            return -1;
+    }
+    return rc;
+}
+
+static int member(struct rd *r, const struct field *e)
+{
+    switch (e->x) {
+    case X_STRING:
+        return string(r, e->slot);
+    case X_DRY_RUN: {
+        int t = k8s_jpull_true(r->p);
+        r->dry_run = t > 0;
+        return t < 0 ? -1 : 0;
+    }
+    case X_POD:
+        return pod(r);
+    case X_REQUEST:
+        forget(r, e->fields);
+        r->has_request = k8s_jpull_peek(r->p) == K8S_J_OBJECT;
+        return walk(r, e->fields);
+    case X_OBJECT:
+        forget(r, e->fields);
+        return walk(r, e->fields);
+    }
+    return k8s_jpull_skip(r->p);
+}
+
+/* The members of f in the object at the cursor (anything else: skipped). */
+static int walk(struct rd *r, const struct field *f)
+{
+    if (k8s_jpull_peek(r->p) != K8S_J_OBJECT)
+        return k8s_jpull_skip(r->p);
+    int st = 0, rc;
+    const char *k;
+    size_t n;
+    while ((rc = k8s_jpull_member(r->p, &st, &k, &n)) > 0) {
+        const struct field *e = f;
+        while (e->key && !is(k, n, e->key))
+            e++;
+        if ((e->key ? member(r, e) : k8s_jpull_skip(r->p)) < 0)
+            return -1;
+    }
+    return rc;
+}
+
+static int review_pull(struct k8s_jpull *p, void *arg)
+{
+    struct rd *r = arg;
+    r->p = p;
+    enum k8s_jtype t = k8s_jpull_peek(p);
+    r->is_object = t == K8S_J_OBJECT;
+    if (t != K8S_J_OBJECT && t != K8S_J_ARRAY) /* a JSON text, as jansson reads one */
+        return k8s_jpull_fail(p, "'[' or '{' expected");
+    return walk(r, f_review);
+}
+
+static int check_envelope(const struct rd *r, enum wh_review_version *ver, struct k8s_error *reterr)
+{
+    if (!r->is_object)
         return k8s_error_set(reterr, -K8S_EINVAL, "not an AdmissionReview: body is not an object");
-    const char *api = str_at(root, "apiVersion"), *kind = str_at(root, "kind");
+    const char *api = r->s[S_API], *kind = r->s[S_KIND];
     if (!api || (strcmp(api, GROUP "v1") && strcmp(api, GROUP "v1beta1")))
         return k8s_error_set(
             reterr, -K8S_EINVAL,
@@ -49,70 +193,56 @@ static int check_envelope(json_t *root, enum wh_review_version *ver, struct k8s_
         return k8s_error_set(reterr, -K8S_EINVAL, "not an AdmissionReview: kind is \"%.60s\"",
                              kind ? kind : "");
     *ver = strcmp(api, GROUP "v1") ? WH_REVIEW_V1BETA1 : WH_REVIEW_V1;
-    json_t *req = json_object_get(root, "request");
-    if (!json_is_object(req))
+    if (!r->has_request)
         return k8s_error_set(reterr, -K8S_EINVAL, "AdmissionReview has no request object");
-    const char *uid = str_at(req, "uid");
-    if (!uid || !*uid)
+    if (!r->s[S_UID] || !*r->s[S_UID])
         return k8s_error_set(reterr, -K8S_EINVAL, "AdmissionReview request has no uid");
     return 0;
 }
 
-static bool is_pod_create(const json_t *req)
+static bool is_pod_create(const char *const *s)
 {
-    const json_t *kind = json_object_get(req, "kind");
-    const json_t *res = json_object_get(req, "resource");
-    const char *group = str_at(kind, "group"), *k = str_at(kind, "kind");
-    const char *resource = str_at(res, "resource"), *sub = str_at(req, "subResource");
-    const char *op = str_at(req, "operation");
+    const char *group = s[S_GROUP], *k = s[S_RKIND], *resource = s[S_RESOURCE], *sub = s[S_SUB];
+    const char *op = s[S_OP];
     return k && !strcmp(k, "Pod") && (!group || !*group) &&
            (!resource || !strcmp(resource, "pods")) && (!sub || !*sub) && op &&
            !strcmp(op, "CREATE");
 }
 
-static void describe(struct wh_review *rv, const json_t *req)
+static void describe(struct wh_review *rv, const char *const *s)
 {
-    const json_t *meta = json_object_get(rv->object, "metadata");
-    const char *name = str_at(req, "name");
-    const char *gen = str_at(meta, "generateName");
+    const char *name = s[S_NAME], *gen = rv->pod.meta.generate_name, *kind = s[S_RKIND];
     if (!name || !*name)
-        name = str_at(meta, "name");
-    const char *kind = str_at(json_object_get(req, "kind"), "kind");
-    if (name && *name)
-        snprintf(rv->what, sizeof(rv->what), "%s %s/%s", kind ? kind : "?", rv->ns, name);
-    else
-        snprintf(rv->what, sizeof(rv->what), "%s %s/%s*", kind ? kind : "?", rv->ns,
-                 gen ? gen : "");
+        name = rv->pod.meta.name;
+    bool named = name && *name;
+    k8s_strjoin(rv->what, sizeof(rv->what), kind ? kind : "?", " ", rv->ns, "/",
+                named ? name
+                : gen ? gen
+                      : "",
+                named ? "" : "*", NULL);
 }
 
 int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct k8s_error *reterr)
 {
-    json_t *root = NULL;
-    struct wh_podspec spec = {0};
-    int r = k8s_json_load_pull(body, len, wh_review_filter, &spec, &root, reterr);
-    if (r < 0) {
-        wh_podspec_done(&spec);
+    struct wh_review rv = {.pool = malloc(len + 1)};
+    struct rd r = {.pool = rv.pool, .pod = &rv.pod};
+    if (!rv.pool)
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+    int rc = k8s_json_pull_text(body, len, review_pull, &r, reterr);
+    if (rc < 0)
         k8s_error_prefix(reterr, "request body is not valid JSON");
-        return r;
+    else
+        rc = check_envelope(&r, &rv.version, reterr);
+    if (rc < 0) {
+        wh_review_done(&rv);
+        return rc;
     }
-    struct wh_review rv = {.root = root, .spec = spec};
-    r = check_envelope(root, &rv.version, reterr);
-    if (r < 0) {
-        wh_podspec_done(&rv.spec);
-        json_decref(root);
-        return r;
-    }
-    json_t *req = json_object_get(root, "request");
-    rv.uid = str_at(req, "uid");
-    rv.object = json_object_get(req, "object");
-    rv.ns = str_at(req, "namespace");
-    if (!rv.ns || !*rv.ns)
-        rv.ns = str_at(json_object_get(rv.object, "metadata"), "namespace");
-    rv.ns = rv.ns ? rv.ns : "";
-    rv.operation = str_at(req, "operation") ? str_at(req, "operation") : "";
-    rv.pod_create = is_pod_create(req);
-    rv.dry_run = json_is_true(json_object_get(req, "dryRun"));
-    describe(&rv, req);
+    rv.uid = r.s[S_UID];
+    rv.ns = r.s[S_NS] && *r.s[S_NS] ? r.s[S_NS] : rv.pod.meta.ns ? rv.pod.meta.ns : "";
+    rv.operation = r.s[S_OP] ? r.s[S_OP] : "";
+    rv.pod_create = is_pod_create(r.s);
+    rv.dry_run = r.dry_run;
+    describe(&rv, r.s);
     *ret = rv;
     return 0;
 }
@@ -121,9 +251,9 @@ void wh_review_done(struct wh_review *rv)
 {
     if (!rv)
         return;
-    json_decref(rv->root);
-    rv->root = NULL;
-    wh_podspec_done(&rv->spec);
+    wh_pod_done(&rv->pod);
+    free(rv->pool);
+    rv->pool = NULL;
 }
 
 static const char *const api_versions[] = {GROUP "v1", GROUP "v1beta1"};

@@ -3,9 +3,17 @@
  * v1beta1, answered in the version asked): decoding a request body and
  * encoding the response with a base64 RFC 6902 patch and warnings.
  *
- * Thread-safety: reentrant. Ownership: struct wh_review owns the parsed
- * document and the spec read from it; its string fields borrow from them
- * until wh_review_done.
+ * The review is read in one validating pass (k8s_jsonload's pull
+ * readers) into plain fields: the envelope's few strings, and of
+ * request.object its metadata (wh_meta: name, generateName, namespace,
+ * creationTimestamp, labels, annotations, controller owner) and its spec
+ * (wh_podspec: containers and initContainers with name, env,
+ * volumeMounts, restartPolicy; volume names). Nothing else is kept and
+ * no JSON value is built. Skipped members' numbers are checked for
+ * syntax, not range (k8s_jsonload).
+ *
+ * Thread-safety: reentrant. Ownership: struct wh_review owns its strings
+ * and the pod read from the object until wh_review_done.
  */
 #ifndef WH_REVIEW_H
 #define WH_REVIEW_H
@@ -15,33 +23,22 @@
 #include <stddef.h>
 
 #include "k8s_err.h"
-#include "k8s_jsonload.h"
 #include "k8s_jsonpatch_text.h"
-#include "wh_podspec.h"
+#include "wh_meta.h"
 
 enum wh_review_version { WH_REVIEW_V1, WH_REVIEW_V1BETA1 };
 
 struct wh_review {
-    json_t *root;
     enum wh_review_version version;
     const char *uid;
-    const char *ns;         /* request.namespace, else object.metadata.namespace, else "" */
-    const char *operation;  /* "" when absent */
-    const json_t *object;   /* request.object (NULL when absent), without its spec */
-    struct wh_podspec spec; /* request.object.spec, read in the same pass */
-    bool pod_create;        /* a CREATE of a core/v1 Pod (not a subresource) */
+    const char *ns;        /* request.namespace, else object.metadata.namespace, else "" */
+    const char *operation; /* "" when absent */
+    struct wh_pod pod;     /* request.object (shape ABSENT when there is none) */
+    bool pod_create;       /* a CREATE of a core/v1 Pod (not a subresource) */
     bool dry_run;
     char what[300]; /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
+    char *pool;     /* the envelope's strings */
 };
-
-/* What wh_review_decode keeps of a review (all else is validated, then
- * dropped): the envelope, request identity fields, and of the object its
- * metadata (name, generateName, namespace, labels, annotations,
- * ownerReferences, uid, creationTimestamp); its spec is validated, left
- * out of the tree and read by wh_podspec (containers and initContainers
- * with name, env, volumeMounts, restartPolicy; volume names) for a pod
- * CREATE. The mutation core reads nothing else. */
-extern const struct k8s_json_filter wh_review_filter[];
 
 /* Decode body[0..len). On failure returns -K8S_EPARSE (not JSON) or
  * -K8S_EINVAL (not an AdmissionReview) with a one-line reason in reterr,

@@ -10,34 +10,6 @@
 #define L_POD_TEMPLATE_HASH "pod-template-hash"
 #define MAX_CLIMB           4 /* owners above the first workload: Job→JobSet→TrainJob */
 
-static const char *str_at(const json_t *obj, const char *key)
-{
-    return json_string_value(json_object_get(obj, key));
-}
-
-const char *wh_meta_label(const json_t *meta, const char *key)
-{
-    return str_at(json_object_get(meta, "labels"), key);
-}
-
-const char *wh_meta_annotation(const json_t *meta, const char *key)
-{
-    return str_at(json_object_get(meta, "annotations"), key);
-}
-
-const json_t *wh_controller_owner(const json_t *meta)
-{
-    size_t i;
-    json_t *ref;
-    json_array_foreach(json_object_get(meta, "ownerReferences"), i, ref)
-    {
-        if (json_is_true(json_object_get(ref, "controller")) && str_at(ref, "kind") &&
-            str_at(ref, "name"))
-            return ref;
-    }
-    return NULL;
-}
-
 static bool is_ml_kind(const char *kind)
 {
     const struct k8s_kind *k = k8s_kind_find(kind);
@@ -51,21 +23,36 @@ static void set_kind_name(struct wh_workload *w, const char *kind, const char *n
     w->ml_kind = is_ml_kind(kind);
 }
 
-/* Copy labels/annotations/creationTimestamp of a workload's metadata. */
-static void take_meta(struct wh_workload *w, const json_t *meta)
+static void set_created(struct wh_workload *w, const char *ts)
 {
-    json_decref(w->labels);
-    json_decref(w->annotations);
-    json_t *l = json_object_get(meta, "labels");
-    json_t *a = json_object_get(meta, "annotations");
-    w->labels = json_is_object(l) ? json_incref(l) : json_object();
-    w->annotations = json_is_object(a) ? json_incref(a) : json_object();
-    w->created[0] = '\0';
     time_t t;
-    const char *ts = str_at(meta, "creationTimestamp");
+    w->created[0] = '\0';
     if (ts && k8s_time_parse_rfc3339(ts, &t) == 0)
         k8s_time_rfc3339(t, w->created);
+}
+
+/* Forget the metadata of the workload w was before (its owner is now). */
+static void forget(struct wh_workload *w)
+{
+    wh_meta_done(&w->meta);
+    json_decref(w->doc);
+    w->doc = NULL;
+    w->labels = w->annotations = NULL;
+    w->created[0] = '\0';
+}
+
+/* Take doc (a workload's metadata; the reference is stolen) as w's. */
+static int take_doc(struct wh_workload *w, json_t *doc)
+{
+    forget(w);
+    w->doc = doc;
+    if (wh_meta_from_json(doc, &w->meta) < 0)
+        return -K8S_ENOMEM;
+    w->labels = &w->meta.labels; /* known, even when empty or not a map */
+    w->annotations = &w->meta.annotations;
+    set_created(w, w->meta.created);
     w->unknown_why[0] = '\0';
+    return 0;
 }
 
 struct resolver {
@@ -74,19 +61,16 @@ struct resolver {
     int64_t deadline_ns;
 };
 
-/* Look the current workload (w->kind/w->name) up; on success its metadata
- * is taken and a NEW reference returned (for owner walking), else NULL
- * with unknown_why set. */
-static json_t *fetch(struct resolver *r)
+/* Look the current workload (w->kind/w->name) up: 1 when found (its
+ * metadata taken), 0 when not (unknown_why set), or -K8S_ENOMEM. */
+static int fetch(struct resolver *r)
 {
     struct wh_workload *w = r->w;
     json_t *meta = NULL;
     struct k8s_error err = {0};
     int rc = wh_lookup_meta(r->lk, w->kind, w->ns, w->name, r->deadline_ns, &meta, &err);
-    if (rc == 0) {
-        take_meta(w, meta);
-        return meta;
-    }
+    if (rc == 0)
+        return take_doc(w, meta) < 0 ? -K8S_ENOMEM : 1;
     if (rc == -K8S_EUNAVAIL && !r->lk)
         k8s_strjoin(w->unknown_why, sizeof(w->unknown_why), "standalone: ", w->kind, " ", w->ns,
                     "/", w->name, " not looked up", NULL);
@@ -96,7 +80,7 @@ static json_t *fetch(struct resolver *r)
     /* not found (deleted meanwhile) and not served (kind not watched) are
      * ordinary; anything else means the answer may be wrong */
     w->lookup_failed |= rc != -K8S_ENOTFOUND && rc != -K8S_EUNAVAIL;
-    return NULL;
+    return 0;
 }
 
 /* Is owner_kind one of the owners k's row says are then the workload? */
@@ -108,26 +92,22 @@ static bool owned_by(const struct k8s_kind *k, const char *owner_kind)
     return false;
 }
 
-/* From the workload whose metadata is meta (a reference this consumes),
- * follow controller owners while the kind table says they are the
- * workload (Job → JobSet → TrainJob, RayCluster → RayJob, ...). */
-static void climb(struct resolver *r, json_t *meta)
+/* From the workload just fetched, follow controller owners while the
+ * kind table says they are the workload (Job → JobSet → TrainJob,
+ * RayCluster → RayJob, ...). found: fetch's answer. */
+static int climb(struct resolver *r, int found)
 {
-    for (int depth = 0; meta && depth < MAX_CLIMB; depth++) {
-        const json_t *owner = wh_controller_owner(meta);
-        if (!owner || !owned_by(k8s_kind_find(r->w->kind), str_at(owner, "kind")))
+    struct wh_workload *w = r->w;
+    for (int depth = 0; found > 0 && depth < MAX_CLIMB; depth++) {
+        const char *okind = w->meta.owner_kind;
+        if (!okind || !owned_by(k8s_kind_find(w->kind), okind))
             break;
         /* the owner is the workload now: forget what the child told us */
-        set_kind_name(r->w, str_at(owner, "kind"), str_at(owner, "name"));
-        json_decref(r->w->labels);
-        json_decref(r->w->annotations);
-        r->w->labels = r->w->annotations = NULL;
-        r->w->created[0] = '\0';
-        json_t *up = fetch(r);
-        json_decref(meta);
-        meta = up;
+        set_kind_name(w, okind, w->meta.owner_name);
+        forget(w);
+        found = fetch(r);
     }
-    json_decref(meta);
+    return found < 0 ? found : 0;
 }
 
 /* Deployment name from "<deploy>-<pod-template-hash>", or NULL. */
@@ -140,24 +120,30 @@ static bool deployment_of(const char *rs, const char *hash, char *out, size_t ca
     return true;
 }
 
-static void resolve_bare(struct wh_workload *w, const json_t *meta, time_t now)
+static void resolve_bare(struct wh_workload *w, const struct wh_meta *meta, time_t now)
 {
-    const char *name = str_at(meta, "name");
+    const char *name = meta->name;
     if (!name || !*name)
-        name = str_at(meta, "generateName");
+        name = meta->generate_name;
     set_kind_name(w, "Pod", name ? name : "");
-    take_meta(w, meta);
+    w->labels = &meta->labels; /* borrowed from the pod */
+    w->annotations = &meta->annotations;
+    set_created(w, meta->created);
     if (!w->created[0])
         k8s_time_rfc3339(now, w->created);
     w->bare_pod = true;
 }
 
-/* The workload named by labels controllers stamp on pods, if any. */
-static bool by_label(struct wh_workload *w, const json_t *meta)
+static const char *label_of(const void *meta, const char *key)
 {
-    const json_t *labels = json_object_get(meta, "labels");
+    return wh_meta_label(meta, key);
+}
+
+/* The workload named by labels controllers stamp on pods, if any. */
+static bool by_label(struct wh_workload *w, const struct wh_meta *meta)
+{
     for (int i = 0; i < K8S_KIND_COUNT; i++) {
-        const char *v = k8s_kind_pod_label(&k8s_kinds[i], labels);
+        const char *v = k8s_kind_pod_label_in(&k8s_kinds[i], label_of, meta);
         if (v && (k8s_kinds[i].flags & K8S_KIND_NAMES_BY_LABEL)) {
             set_kind_name(w, k8s_kinds[i].kind, v);
             return true;
@@ -166,59 +152,51 @@ static bool by_label(struct wh_workload *w, const json_t *meta)
     return false;
 }
 
-int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_lookup *lk, time_t now,
-                        int64_t deadline_ns, struct wh_workload *ret)
+int wh_workload_resolve(const struct wh_meta *meta, const char *ns, const struct wh_lookup *lk,
+                        time_t now, int64_t deadline_ns, struct wh_workload *ret)
 {
     struct wh_workload *w = ret;
     memset(w, 0, sizeof(*w));
-    const json_t *meta = json_object_get(pod, "metadata");
     k8s_strjoin(w->ns, sizeof(w->ns), ns ? ns : "", NULL);
-    const json_t *owner = wh_controller_owner(meta);
-    if (owner) /* both strings: wh_controller_owner checks */
-        k8s_strjoin(w->parent, sizeof(w->parent), str_at(owner, "kind"), "/", str_at(owner, "name"),
-                    NULL);
+    const char *okind = meta->owner_kind, *oname = meta->owner_name;
+    if (okind)
+        k8s_strjoin(w->parent, sizeof(w->parent), okind, "/", oname, NULL);
     struct resolver r = {.w = w, .lk = lk, .deadline_ns = deadline_ns};
-    if (by_label(w, meta)) {
-        climb(&r, fetch(&r));
-        return 0;
-    }
-    if (!owner) {
+    if (by_label(w, meta))
+        return climb(&r, fetch(&r));
+    if (!okind) {
         resolve_bare(w, meta, now);
         return 0;
     }
-    const char *okind = str_at(owner, "kind"), *oname = str_at(owner, "name");
     char deploy[256];
     if (!strcmp(okind, "ReplicaSet") &&
         deployment_of(oname, wh_meta_label(meta, L_POD_TEMPLATE_HASH), deploy, sizeof(deploy))) {
         set_kind_name(w, "Deployment", deploy);
-        json_decref(fetch(&r));
-        return 0;
+        return fetch(&r) < 0 ? -K8S_ENOMEM : 0;
     }
     set_kind_name(w, okind, oname);
-    climb(&r, fetch(&r));
-    return 0;
+    return climb(&r, fetch(&r));
 }
 
-void wh_workload_from_doc(const json_t *doc, const char *ns, const char *parent,
-                          struct wh_workload *ret)
+int wh_workload_from_doc(const json_t *doc, const char *ns, const char *parent,
+                         struct wh_workload *ret)
 {
     memset(ret, 0, sizeof(*ret));
-    const json_t *meta = json_object_get(doc, "metadata");
-    const char *name = str_at(meta, "name");
-    set_kind_name(ret, str_at(doc, "kind") ? str_at(doc, "kind") : "", name ? name : "");
+    const char *kind = json_string_value(json_object_get(doc, "kind"));
+    int r = take_doc(ret, json_incref(json_object_get(doc, "metadata")));
+    set_kind_name(ret, kind ? kind : "", ret->meta.name ? ret->meta.name : "");
     snprintf(ret->ns, sizeof(ret->ns), "%s", ns ? ns : "");
     snprintf(ret->parent, sizeof(ret->parent), "%s", parent ? parent : "");
-    take_meta(ret, meta);
     if (!ret->created[0])
         snprintf(ret->unknown_why, sizeof(ret->unknown_why),
                  "offline: %s %s has no creationTimestamp", ret->kind, ret->name);
+    if (r < 0)
+        wh_workload_done(ret);
+    return r;
 }
 
 void wh_workload_done(struct wh_workload *w)
 {
-    if (!w)
-        return;
-    json_decref(w->labels);
-    json_decref(w->annotations);
-    w->labels = w->annotations = NULL;
+    if (w)
+        forget(w);
 }

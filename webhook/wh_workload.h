@@ -13,8 +13,10 @@
  * leaderworkerset.sigs.k8s.io/name); Pod→ReplicaSet→Deployment;
  * Pod→StatefulSet; Pod→Job; bare pods (the workload is the pod itself).
  *
- * Thread-safety: reentrant. Ownership: struct wh_workload owns its json
- * references; release with wh_workload_done (safe on a zeroed struct).
+ * Thread-safety: reentrant. Ownership: struct wh_workload owns the
+ * workload's metadata it looked up (doc, meta); for a bare pod, labels and
+ * annotations are borrowed from the pod's metadata, which must outlive
+ * it. Release with wh_workload_done (safe on a zeroed struct).
  */
 #ifndef WH_WORKLOAD_H
 #define WH_WORKLOAD_H
@@ -26,41 +28,38 @@
 
 #include "k8s_err.h"
 #include "wh_lookup.h"
+#include "wh_meta.h"
 
 struct wh_workload {
     char kind[64];  /* "JobSet", "LeaderWorkerSet", ..., "Pod" */
     char name[256]; /* for a bare pod: its name, else its generateName */
     char ns[64];
-    char parent[320];      /* "Kind/name" of the pod's controller owner, "" if none/unknown */
-    char created[32];      /* RFC 3339 UTC ending in Z, "" when unknown */
-    json_t *labels;        /* the workload's labels; NULL when unknown */
-    json_t *annotations;   /* the workload's annotations; NULL when unknown */
-    bool bare_pod;         /* the pod is its own workload */
-    bool ml_kind;          /* a kind the namespace label covers (K8S_KIND_NS_LABEL) */
-    char unknown_why[160]; /* why labels/created are unknown ("" when known) */
-    bool lookup_failed;    /* a lookup failed (timeout, API error): worth a warning */
+    char parent[320];            /* "Kind/name" of the pod's controller owner, "" if none/unknown */
+    char created[32];            /* RFC 3339 UTC ending in Z, "" when unknown */
+    const struct wh_map *labels; /* the workload's labels; NULL when unknown */
+    const struct wh_map *annotations; /* the workload's annotations; NULL when unknown */
+    bool bare_pod;                    /* the pod is its own workload */
+    bool ml_kind;                     /* a kind the namespace label covers (K8S_KIND_NS_LABEL) */
+    char unknown_why[160];            /* why labels/created are unknown ("" when known) */
+    bool lookup_failed;               /* a lookup failed (timeout, API error): worth a warning */
+    json_t *doc;         /* the metadata looked up (or given), that meta borrows from */
+    struct wh_meta meta; /* of doc: what labels and annotations point into */
 };
 
-/* Resolve the workload of pod (a Pod or pod template object) in namespace
- * ns. now is the admission time (a bare pod's creation timestamp when it
- * has none). Lookup failures are not errors: what could not be learned is
- * left unknown and unknown_why says why. Returns 0, or -K8S_ENOMEM. */
-int wh_workload_resolve(const json_t *pod, const char *ns, const struct wh_lookup *lk, time_t now,
-                        int64_t deadline_ns, struct wh_workload *ret) K8S_MUST_CHECK;
+/* Resolve the workload of a pod (or pod template) whose metadata is meta
+ * in namespace ns. now is the admission time (a bare pod's creation
+ * timestamp when it has none). Lookup failures are not errors: what could
+ * not be learned is left unknown and unknown_why says why. Returns 0, or
+ * -K8S_ENOMEM (then *ret is to be released). */
+int wh_workload_resolve(const struct wh_meta *meta, const char *ns, const struct wh_lookup *lk,
+                        time_t now, int64_t deadline_ns, struct wh_workload *ret) K8S_MUST_CHECK;
 
 /* Fill w from a workload document (offline inject: the document is the
- * workload). parent may be NULL. */
-void wh_workload_from_doc(const json_t *doc, const char *ns, const char *parent,
-                          struct wh_workload *ret);
+ * workload; w holds a reference to its metadata). parent may be NULL.
+ * Returns 0, or -K8S_ENOMEM (*ret empty). */
+int wh_workload_from_doc(const json_t *doc, const char *ns, const char *parent,
+                         struct wh_workload *ret) K8S_MUST_CHECK;
 
 void wh_workload_done(struct wh_workload *w);
-
-/* The controller owner reference of an object's metadata (borrowed), or
- * NULL. */
-const json_t *wh_controller_owner(const json_t *meta);
-
-/* Label or annotation value helpers; NULL when absent or not a string. */
-const char *wh_meta_label(const json_t *meta, const char *key);
-const char *wh_meta_annotation(const json_t *meta, const char *key);
 
 #endif

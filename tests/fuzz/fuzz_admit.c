@@ -7,9 +7,9 @@
  * The pod the patch is checked against is the review as jansson reads it,
  * or, when jansson refuses only a number beyond its range (the webhook
  * checks the members it skips for syntax alone, by design: k8s_jsonload.h),
- * the webhook's own view of it: wh_review_filter, with the spec members
- * wh_podspec reads kept as a tree (view_filter below), which holds all
- * that the mutation reads and patches. Any other refusal of an admitted
+ * the webhook's own view of it: the members wh_review reads, kept as a
+ * tree (view_filter below), which holds all that the mutation reads and
+ * patches. Any other refusal of an admitted
  * input is a finding.
  */
 #include <stdint.h>
@@ -31,7 +31,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct wh_config cfg;
 static struct wh_admit_ctx ctx;
-static void view_filter_init(void);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -44,7 +43,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     if (wh_config_finish(&cfg, &err) < 0)
         abort();
     wh_admit_init(&ctx, &cfg, NULL, NULL);
-    view_filter_init();
     return 0;
 }
 
@@ -78,38 +76,26 @@ static json_t *patch_of(const json_t *resp)
     return p;
 }
 
-/* wh_review_filter with the spec kept as wh_podspec reads it. */
+/* The members of a review the webhook reads (wh_review.c), kept as a
+ * tree: the envelope, and of the object the metadata wh_meta reads and
+ * the spec wh_podspec reads. */
 static const struct k8s_json_filter f_container[] = {
     {"name", NULL}, {"env", NULL}, {"volumeMounts", NULL}, {"restartPolicy", NULL}, {NULL}};
 static const struct k8s_json_filter f_volume[] = {{"name", NULL}, {NULL}};
 static const struct k8s_json_filter f_spec[] = {
     {"containers", f_container}, {"initContainers", f_container}, {"volumes", f_volume}, {NULL}};
-static struct k8s_json_filter f_object[8], f_request[16], view_filter[8];
-
-/* Copy filter `from` into `to` with `key`'s entry replaced by `with`. */
-static void replace(struct k8s_json_filter *to, size_t cap, const struct k8s_json_filter *from,
-                    const char *key, struct k8s_json_filter with)
-{
-    size_t i = 0;
-    for (; from[i].key && i + 1 < cap; i++)
-        to[i] = strcmp(from[i].key, key) ? from[i] : with;
-    to[i] = (struct k8s_json_filter){NULL};
-}
-
-static void view_filter_init(void)
-{
-    const struct k8s_json_filter *req = NULL, *obj = NULL;
-    for (const struct k8s_json_filter *f = wh_review_filter; f->key; f++)
-        req = strcmp(f->key, "request") ? req : f->keep;
-    for (const struct k8s_json_filter *f = req; f && f->key; f++)
-        obj = strcmp(f->key, "object") ? obj : f->keep;
-    if (!obj)
-        abort();
-    replace(f_object, 8, obj, "spec", (struct k8s_json_filter){"spec", f_spec});
-    replace(f_request, 16, req, "object", (struct k8s_json_filter){"object", f_object});
-    replace(view_filter, 8, wh_review_filter, "request",
-            (struct k8s_json_filter){"request", f_request});
-}
+static const struct k8s_json_filter f_meta[] = {
+    {"name", NULL},   {"generateName", NULL},      {"namespace", NULL},
+    {"labels", NULL}, {"annotations", NULL},       {"ownerReferences", NULL},
+    {"uid", NULL},    {"creationTimestamp", NULL}, {NULL}};
+static const struct k8s_json_filter f_object[] = {
+    {"apiVersion", NULL}, {"kind", NULL}, {"metadata", f_meta}, {"spec", f_spec}, {NULL}};
+static const struct k8s_json_filter f_request[] = {
+    {"uid", NULL},        {"kind", NULL}, {"resource", NULL},  {"subResource", NULL},
+    {"namespace", NULL},  {"name", NULL}, {"operation", NULL}, {"dryRun", NULL},
+    {"object", f_object}, {NULL}};
+static const struct k8s_json_filter view_filter[] = {
+    {"apiVersion", NULL}, {"kind", NULL}, {"request", f_request}, {NULL}};
 
 /* The review to check the patch against (see the top of the file). */
 static json_t *reference(const uint8_t *data, size_t size)

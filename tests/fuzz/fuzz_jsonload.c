@@ -1,10 +1,11 @@
 /*
  * libFuzzer target: the filtered JSON reader against jansson. With no
  * filter both must accept exactly the same documents and build equal
- * values; with the admission filter it must never accept a document that
- * is malformed for any reason other than a number out of range in a
- * member it skips (those are checked for syntax only, by design), and the
- * pod spec its pull reader gives must be the one jansson's tree holds.
+ * values; the admission's reader (wh_review_decode, all pull readers) must
+ * never accept a document that is malformed for any reason other than a
+ * number out of range in a member it skips (those are checked for syntax
+ * only, by design) nor refuse valid JSON as malformed, and the pod it reads
+ * (metadata and spec) must be the one jansson's tree holds.
  *
  * One jansson quirk is no finding: jansson 2.14 drops a NUL byte that
  * directly follows a number ("[1\0]" loads as [1]; its lexer ungets the NUL,
@@ -29,12 +30,38 @@ static void put(FILE *f, const char *s)
     fprintf(f, s ? "\"%s\"" : "-", s);
 }
 
-static char *dump(const struct wh_podspec *s)
+static void dump_map(FILE *f, const struct wh_map *m)
 {
+    size_t n;
+    struct wh_kv *kv = wh_map_ordered(m, &n);
+    if (!kv)
+        abort();
+    fprintf(f, "|%d:", m->shape);
+    for (size_t i = 0; i < n; i++)
+        put(f, kv[i].key), put(f, kv[i].val);
+    free(kv);
+}
+
+static void dump_meta(FILE *f, const struct wh_meta *m)
+{
+    fprintf(f, "meta%d", m->shape);
+    const char *const v[] = {m->name,    m->generate_name, m->ns,
+                             m->created, m->owner_kind,    m->owner_name};
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+        put(f, v[i]);
+    dump_map(f, &m->labels);
+    dump_map(f, &m->annotations);
+}
+
+static char *dump(const struct wh_pod *pod)
+{
+    const struct wh_podspec *s = &pod->spec;
     char *out = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&out, &n);
-    fprintf(f, "%d", s->shape);
+    fprintf(f, "pod%d ", pod->shape);
+    dump_meta(f, &pod->meta);
+    fprintf(f, " spec%d", s->shape);
     for (int l = 0; l < WH_NLISTS; l++) {
         fprintf(f, "|%d:", s->list[l].shape);
         for (size_t i = 0; i < s->list[l].n; i++) {
@@ -61,22 +88,20 @@ static char *dump(const struct wh_podspec *s)
     return out;
 }
 
-/* The spec read in the loader's pass equals the one read from jansson's tree. */
-static void same_spec(const json_t *doc, const struct wh_podspec *pulled)
+/* The pod read in the review's pass equals the one read from jansson's tree. */
+static void same_pod(const json_t *doc, const struct wh_pod *pulled)
 {
-    const json_t *req = json_object_get(doc, "request");
-    struct wh_podspec tree;
-    if (!json_is_object(doc) || !json_is_object(req) ||
-        wh_podspec_from_json(json_object_get(json_object_get(req, "object"), "spec"), &tree) < 0)
+    struct wh_pod tree;
+    if (wh_pod_from_json(json_object_get(json_object_get(doc, "request"), "object"), &tree) < 0)
         return;
     char *a = dump(pulled), *b = dump(&tree);
     if (strcmp(a, b)) {
-        fprintf(stderr, "pulled spec %s\n  tree spec %s\n", a, b);
+        fprintf(stderr, "pulled pod %s\n  tree pod %s\n", a, b);
         abort();
     }
     free(a);
     free(b);
-    wh_podspec_done(&tree);
+    wh_pod_done(&tree);
 }
 
 static bool nul_after_digit(const uint8_t *data, size_t size)
@@ -91,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_t *want =
         nul_after_digit(data, size) ? NULL : json_loadb((const char *)data, size, 0, NULL);
-    json_t *got = NULL, *filtered = NULL;
+    json_t *got = NULL;
     struct k8s_error err;
     int r = k8s_json_load_filtered((const char *)data, size, NULL, &got, &err);
     if ((want != NULL) != (r == 0))
@@ -101,15 +126,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool range_only = r != 0 && (strstr(err.message, "too big integer") ||
                                  strstr(err.message, "real number overflow"));
     struct k8s_error ferr;
-    struct wh_podspec spec = {0};
-    int f = k8s_json_load_pull((const char *)data, size, wh_review_filter, &spec, &filtered, &ferr);
+    struct wh_review rv;
+    int f = wh_review_decode((const char *)data, size, &rv, &ferr);
     if (f == 0 && want)
-        same_spec(want, &spec);
-    wh_podspec_done(&spec);
-    if (f == 0 && r != 0 && !range_only) /* skipped members: only ranges go unchecked */
+        same_pod(want, &rv.pod);
+    if (f == 0)
+        wh_review_done(&rv);
+    bool parsed = f == 0 || f == -K8S_EINVAL; /* JSON, if not a review */
+    if (parsed && r != 0 && !range_only)      /* skipped members: only ranges go unchecked */
+        abort();
+    if (want && !parsed) /* valid JSON refused as malformed */
         abort();
     json_decref(want);
     json_decref(got);
-    json_decref(filtered);
     return 0;
 }

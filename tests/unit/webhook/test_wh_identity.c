@@ -32,8 +32,21 @@ static const char *sdk_run_id(const char *vector)
 static void from_doc(const char *rel, const char *ns, const char *parent, struct wh_workload *w)
 {
     json_t *doc = ts_load_json(rel);
-    wh_workload_from_doc(doc, ns, parent, w);
+    cr_assert_eq(wh_workload_from_doc(doc, ns, parent, w), 0);
     json_decref(doc);
+}
+
+/* The workload of a pod document: meta holds its metadata as read. */
+static void resolve(json_t *pod, struct wh_meta *meta, struct wh_workload *w)
+{
+    cr_assert_eq(wh_meta_from_json(json_object_get(pod, "metadata"), meta), 0);
+    cr_assert_eq(wh_workload_resolve(meta, "team-a", NULL, T_20240305_070809, 0, w), 0);
+}
+
+/* A metadata document read as the webhook reads it. */
+static void meta_of(json_t *meta_doc, struct wh_meta *ret)
+{
+    cr_assert_eq(wh_meta_from_json(meta_doc, ret), 0);
 }
 
 static void expect_warnings(json_t *w, const char *const *want, size_t n)
@@ -120,7 +133,8 @@ Test(wh_identity, unknown_labels_and_timestamp_standalone)
 {
     json_t *pod = ts_load_json("unit/identity/jobset-pod.json");
     struct wh_workload w;
-    cr_assert_eq(wh_workload_resolve(pod, "team-a", NULL, T_20240305_070809, 0, &w), 0);
+    struct wh_meta m;
+    resolve(pod, &m, &w);
     json_t *warn = json_array();
     struct wh_identity id = {0};
     cr_assert_eq(wh_identity_build(&w, CLUSTER, warn, &id), 0);
@@ -135,6 +149,7 @@ Test(wh_identity, unknown_labels_and_timestamp_standalone)
     wh_identity_done(&id);
     json_decref(warn);
     wh_workload_done(&w);
+    wh_meta_done(&m);
     json_decref(pod);
 }
 
@@ -160,7 +175,6 @@ Test(wh_identity, unknown_labels_only)
 {
     struct wh_workload w;
     from_doc("unit/identity/jobset.json", "team-a", "Job/j", &w);
-    json_decref(w.labels);
     w.labels = NULL;
     snprintf(w.unknown_why, sizeof(w.unknown_why), "lookup of JobSet team-a/train-7: timed out");
     json_t *warn = json_array();
@@ -200,7 +214,8 @@ Test(wh_identity, bare_pod)
 {
     json_t *pod = ts_load_json("unit/identity/bare-pod.json");
     struct wh_workload w;
-    cr_assert_eq(wh_workload_resolve(pod, "team-a", NULL, T_20240305_070809, 0, &w), 0);
+    struct wh_meta m;
+    resolve(pod, &m, &w);
     json_t *warn = json_array();
     struct wh_identity id = {0};
     cr_assert_eq(wh_identity_build(&w, "prod", warn, &id), 0);
@@ -215,14 +230,18 @@ Test(wh_identity, bare_pod)
     wh_identity_done(&id);
     json_decref(warn);
     wh_workload_done(&w);
+    wh_meta_done(&m);
     json_decref(pod);
 }
 
 Test(wh_identity, json_escaping_of_odd_values)
 {
     struct wh_workload w;
-    from_doc("unit/identity/jobset.json", "team-a", "Job/x", &w);
-    json_object_set_new(w.labels, "q", json_string("a\"b\\c\xc3\xa9"));
+    json_t *doc = ts_load_json("unit/identity/jobset.json");
+    json_object_set_new(json_object_get(json_object_get(doc, "metadata"), "labels"), "q",
+                        json_string("a\"b\\c\xc3\xa9"));
+    cr_assert_eq(wh_workload_from_doc(doc, "team-a", "Job/x", &w), 0);
+    json_decref(doc);
     const char *cluster = "weird \"cluster\"\\\xe2\x98\x83/\ttab";
     struct wh_identity id = {0};
     cr_assert_eq(wh_identity_build(&w, cluster, NULL, &id), 0);
@@ -265,30 +284,38 @@ Test(wh_identity, unknown_namespace_warned)
     wh_workload_done(&w);
 }
 
+static char *sorted(json_t *labels)
+{
+    json_t *doc = json_pack("{s:o}", "labels", labels);
+    struct wh_meta m;
+    meta_of(doc, &m);
+    char *s = wh_sorted_labels(&m.labels);
+    wh_meta_done(&m);
+    json_decref(doc);
+    return s;
+}
+
 Test(wh_identity, sorted_labels)
 {
-    json_t *l = json_pack("{s:s,s:s,s:s,s:s}", "b", "2", "a.b/c", "3", "a", "1", "B", "0");
-    char *s = wh_sorted_labels(l);
+    char *s = sorted(json_pack("{s:s,s:s,s:s,s:s}", "b", "2", "a.b/c", "3", "a", "1", "B", "0"));
     cr_expect_str_eq(s, "B=0,a=1,a.b/c=3,b=2"); /* byte order, not locale */
     free(s);
-    json_decref(l);
-    l = json_object();
-    s = wh_sorted_labels(l);
+    s = sorted(json_object());
     cr_expect_str_eq(s, "");
     free(s);
-    json_decref(l);
-    l = json_pack("{s:i}", "n", 5);
-    s = wh_sorted_labels(l);
+    s = sorted(json_pack("{s:i}", "n", 5));
     cr_expect_str_eq(s, "n=");
     free(s);
-    json_decref(l);
 }
 
 Test(wh_identity, adopt_keeps_bytes)
 {
     json_t *meta = ts_load_json("unit/identity/adopt-meta.json");
     struct wh_identity id = {0};
-    cr_assert_eq(wh_identity_adopt(meta, &id), 0);
+    struct wh_meta m;
+    meta_of(meta, &m);
+    cr_assert_eq(wh_identity_adopt(&m, &id), 0);
+    wh_meta_done(&m);
     cr_expect_str_eq(id.identifier,
                      json_string_value(json_object_get(json_object_get(meta, "annotations"),
                                                        "diagon.gke.io/identifier")));
@@ -306,7 +333,10 @@ Test(wh_identity, adopt_derives_the_sdks_run_id)
 {
     json_t *meta = ts_load_json("unit/identity/adopt-utc.json");
     struct wh_identity id = {0};
-    cr_assert_eq(wh_identity_adopt(meta, &id), 0);
+    struct wh_meta m;
+    meta_of(meta, &m);
+    cr_assert_eq(wh_identity_adopt(&m, &id), 0);
+    wh_meta_done(&m);
     cr_expect_str_eq(id.run_id, sdk_run_id("jobset"));
     cr_expect_eq(id.missing, 0);
     cr_expect_str_eq(id.cluster, CLUSTER);
@@ -318,7 +348,10 @@ Test(wh_identity, adopt_partial_identity_has_no_run_id)
 {
     json_t *meta = ts_load_json("unit/identity/adopt-partial.json");
     struct wh_identity id = {0};
-    cr_assert_eq(wh_identity_adopt(meta, &id), 0);
+    struct wh_meta m;
+    meta_of(meta, &m);
+    cr_assert_eq(wh_identity_adopt(&m, &id), 0);
+    wh_meta_done(&m);
     cr_expect_str_eq(id.metadata, "{\"parent-workload\":\"Job/train-7-workers-1\"}");
     cr_expect_str_eq(id.run_id, "");
     cr_expect_eq(id.missing, BIT(CLUSTER) | BIT(CREATED));
@@ -330,11 +363,13 @@ Test(wh_identity, adopt_not_found)
 {
     struct wh_identity id = {.identifier = (char *)"sentinel"};
     json_t *meta = ts_load_json("unit/identity/adopt-missing.json");
-    cr_expect_eq(wh_identity_adopt(meta, &id), -K8S_ENOTFOUND);
+    struct wh_meta m;
+    meta_of(meta, &m);
+    cr_expect_eq(wh_identity_adopt(&m, &id), -K8S_ENOTFOUND);
+    wh_meta_done(&m);
     cr_expect_str_eq(id.identifier, "sentinel", "untouched");
     json_decref(meta);
     cr_expect_eq(wh_identity_adopt(NULL, &id), -K8S_ENOTFOUND);
-    json_t *empty = json_object();
-    cr_expect_eq(wh_identity_adopt(empty, &id), -K8S_ENOTFOUND);
-    json_decref(empty);
+    struct wh_meta empty = {0};
+    cr_expect_eq(wh_identity_adopt(&empty, &id), -K8S_ENOTFOUND);
 }

@@ -140,7 +140,9 @@ static void case_load(struct mcase *c, const char *name)
     json_t *wdesc = json_object_get(c->config, "workload");
     if (wdesc) {
         json_t *doc = case_json(c, json_string_value(json_object_get(wdesc, "doc")), true);
-        wh_workload_from_doc(doc, ns, json_string_value(json_object_get(wdesc, "parent")), &c->wl);
+        cr_assert_eq(wh_workload_from_doc(
+                         doc, ns, json_string_value(json_object_get(wdesc, "parent")), &c->wl),
+                     0);
         json_decref(doc);
         c->have_wl = true;
     }

@@ -37,8 +37,27 @@ static void workload(struct wh_workload *w, const char *kind, bool ml, const cha
     snprintf(w->name, sizeof(w->name), "train");
     snprintf(w->ns, sizeof(w->ns), "team-a");
     w->ml_kind = ml;
-    w->labels = labels(v);
-    w->annotations = json_object();
+    w->doc = json_pack("{s:o, s:{}}", "labels", labels(v), "annotations");
+    cr_assert_eq(wh_meta_from_json(w->doc, &w->meta), 0);
+    w->labels = &w->meta.labels;
+    w->annotations = &w->meta.annotations;
+}
+
+/* wh_policy_decide over trees: the pod's metadata and the namespace's
+ * labels read as the webhook reads them. */
+static struct wh_decision decide(const json_t *pod, const struct wh_workload *w, json_t *ns,
+                                 const char *ns_why, json_t *warn)
+{
+    struct wh_meta pm, nm;
+    json_t *ns_doc = json_pack("{s:O?}", "labels", ns);
+    cr_assert_eq(wh_meta_from_json(pod, &pm), 0);
+    cr_assert_eq(wh_meta_from_json(ns_doc, &nm), 0);
+    struct wh_decision d =
+        wh_policy_decide(pod ? &pm : NULL, w, ns ? &nm.labels : NULL, ns_why, warn);
+    wh_meta_done(&pm);
+    wh_meta_done(&nm);
+    json_decref(ns_doc);
+    return d;
 }
 
 struct env {
@@ -53,7 +72,7 @@ static struct wh_decision run(struct env *e, const char *pod_l, const char *pod_
     workload(&e->w, "JobSet", true, wl);
     e->ns = labels(nsl);
     e->warn = json_array();
-    return wh_policy_decide(e->pod, &e->w, e->ns, NULL, e->warn);
+    return decide(e->pod, &e->w, e->ns, NULL, e->warn);
 }
 
 static void done(struct env *e)
@@ -124,7 +143,7 @@ Test(wh_policy, namespace_true_for_each_ml_kind)
         json_t *pod = pod_meta(NULL, NULL), *ns = labels("true"), *warn = json_array();
         struct wh_workload w;
         workload(&w, kinds[i], true, NULL);
-        struct wh_decision d = wh_policy_decide(pod, &w, ns, NULL, warn);
+        struct wh_decision d = decide(pod, &w, ns, NULL, warn);
         cr_expect(d.inject, "%s", kinds[i]);
         char want[200];
         snprintf(want, sizeof(want),
@@ -144,7 +163,7 @@ Test(wh_policy, namespace_true_not_for_other_kinds)
         json_t *pod = pod_meta(NULL, NULL), *ns = labels("true"), *warn = json_array();
         struct wh_workload w;
         workload(&w, kinds[i], false, NULL);
-        struct wh_decision d = wh_policy_decide(pod, &w, ns, NULL, warn);
+        struct wh_decision d = decide(pod, &w, ns, NULL, warn);
         cr_expect_not(d.inject, "%s", kinds[i]);
         char want[200];
         snprintf(want, sizeof(want),
@@ -165,7 +184,7 @@ Test(wh_policy, namespace_true_not_for_bare_pod)
     struct wh_workload w;
     workload(&w, "Pod", false, NULL);
     w.bare_pod = true;
-    struct wh_decision d = wh_policy_decide(pod, &w, ns, NULL, NULL);
+    struct wh_decision d = decide(pod, &w, ns, NULL, NULL);
     cr_expect_not(d.inject);
     cr_expect_not_null(strstr(d.reason, "namespace team-a is labelled but Pod"), "%s", d.reason);
     json_decref(pod);
@@ -257,7 +276,7 @@ Test(wh_policy, non_string_value_is_unset)
     struct wh_workload w;
     workload(&w, "JobSet", true, NULL);
     json_t *warn = json_array();
-    struct wh_decision d = wh_policy_decide(pod, &w, NULL, NULL, warn);
+    struct wh_decision d = decide(pod, &w, NULL, NULL, warn);
     cr_expect_not(d.inject);
     json_decref(pod);
     json_decref(warn);
@@ -274,13 +293,13 @@ Test(wh_policy, workload_labels_unknown_reason)
     w.ml_kind = true;
     snprintf(w.unknown_why, sizeof(w.unknown_why), "standalone: JobSet team-a/train not looked up");
     struct wh_decision d =
-        wh_policy_decide(pod, &w, NULL, "standalone: namespace team-a not looked up", NULL);
+        decide(pod, &w, NULL, "standalone: namespace team-a not looked up", NULL);
     cr_expect_not(d.inject);
     cr_expect_str_eq(d.reason, "no opt-in label on the pod; workload labels unknown (standalone: "
                                "JobSet team-a/train not looked up)");
     /* the pod label still works without any API view */
     json_object_set_new(json_object_get(pod, "labels"), M, json_string("true"));
-    d = wh_policy_decide(pod, &w, NULL, "x", NULL);
+    d = decide(pod, &w, NULL, "x", NULL);
     cr_expect(d.inject);
     cr_expect_str_eq(d.reason, "pod label managed-mldiagnostics-gke=true");
     json_decref(pod);
@@ -291,8 +310,7 @@ Test(wh_policy, namespace_unknown_reason)
     json_t *pod = pod_meta(NULL, NULL);
     struct wh_workload w;
     workload(&w, "Job", true, NULL);
-    struct wh_decision d =
-        wh_policy_decide(pod, &w, NULL, "lookup of namespace team-a: timed out", NULL);
+    struct wh_decision d = decide(pod, &w, NULL, "lookup of namespace team-a: timed out", NULL);
     cr_expect_not(d.inject);
     cr_expect_str_eq(d.reason, "no opt-in label on pod or workload; namespace labels unknown "
                                "(lookup of namespace team-a: timed out)");
@@ -307,7 +325,7 @@ Test(wh_policy, bare_pod_uses_pod_labels_only)
     struct wh_workload w;
     workload(&w, "Pod", false, "true");
     w.bare_pod = true;
-    struct wh_decision d = wh_policy_decide(pod, &w, NULL, NULL, NULL);
+    struct wh_decision d = decide(pod, &w, NULL, NULL, NULL);
     cr_expect_not(d.inject, "a bare pod is opted in by its pod label, not twice");
     json_decref(pod);
     wh_workload_done(&w);
@@ -315,7 +333,7 @@ Test(wh_policy, bare_pod_uses_pod_labels_only)
     pod = pod_meta("true", NULL);
     workload(&w, "Pod", false, "true");
     w.bare_pod = true;
-    d = wh_policy_decide(pod, &w, NULL, NULL, NULL);
+    d = decide(pod, &w, NULL, NULL, NULL);
     cr_expect(d.inject);
     cr_expect_str_eq(d.reason, "pod label managed-mldiagnostics-gke=true");
     json_decref(pod);
@@ -326,7 +344,7 @@ Test(wh_policy, missing_pod_metadata)
 {
     struct wh_workload w;
     workload(&w, "JobSet", true, "true");
-    struct wh_decision d = wh_policy_decide(NULL, &w, NULL, NULL, NULL);
+    struct wh_decision d = decide(NULL, &w, NULL, NULL, NULL);
     cr_expect(d.inject);
     cr_expect_str_eq(d.reason, "workload label managed-mldiagnostics-gke=true (JobSet/train)");
     wh_workload_done(&w);

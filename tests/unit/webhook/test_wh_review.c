@@ -77,13 +77,14 @@ Test(wh_review, decode_errors_with_messages)
         cr_expect_eq(decode_str(cases[i].body, &rv, &err), cases[i].err, "%s", cases[i].body);
         cr_expect_str_eq(err.message, cases[i].msg, "%s", cases[i].body);
         cr_expect_str_eq(rv.uid, "untouched");
-        cr_expect_null(rv.root);
+        cr_expect_null(rv.pool);
     }
 }
 
 Test(wh_review, decode_not_json)
 {
-    const char *bodies[] = {"", "{", "not json", "{\"a\":1}x", "{\"a\":\"\xff\"}"};
+    const char *bodies[] = {"",     "{",     "not json", "{\"a\":1}x", "{\"a\":\"\xff\"}",
+                            "true", "\"x\"", "7"};
     for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
         struct wh_review rv = {.uid = "untouched"};
         struct k8s_error err = {0};
@@ -108,9 +109,10 @@ Test(wh_review, decode_pod_create_v1)
     cr_expect(rv.pod_create);
     cr_expect_not(rv.dry_run);
     cr_expect_str_eq(rv.what, "Pod team-a/train-workers-0-0-*");
-    cr_assert_not_null(rv.object);
+    cr_expect_eq(rv.pod.shape, WH_SHAPE_LIST);
     wh_review_done(&rv);
-    cr_expect_null(rv.root);
+    cr_expect_null(rv.pool);
+    cr_expect_eq(rv.pod.shape, WH_SHAPE_ABSENT);
     wh_review_done(&rv);
     wh_review_done(NULL);
     json_decref(doc);
@@ -121,26 +123,35 @@ Test(wh_review, decode_keeps_only_what_mutation_reads)
     json_t *doc = base();
     struct wh_review rv;
     cr_assert_eq(decode_json(doc, &rv, NULL), 0);
-    const json_t *meta = json_object_get(rv.object, "metadata");
-    cr_expect_null(json_object_get(meta, "managedFields"));
-    cr_expect_not_null(json_object_get(meta, "labels"));
-    cr_expect_not_null(json_object_get(meta, "annotations"));
-    cr_expect_not_null(json_object_get(meta, "ownerReferences"));
-    cr_expect_str_eq(json_string_value(json_object_get(meta, "generateName")),
-                     "train-workers-0-0-");
-    cr_expect_null(json_object_get(rv.object, "status"));
-    cr_expect_null(json_object_get(rv.object, "spec"), "the spec is read apart");
-    cr_expect_null(json_object_get(json_object_get(rv.root, "request"), "userInfo"));
+    /* the metadata, as wh_meta reads it: every label and annotation */
+    json_t *meta = json_object_get(json_object_get(req(doc), "object"), "metadata");
+    const struct wh_meta *m = &rv.pod.meta;
+    cr_expect_eq(m->shape, WH_SHAPE_LIST);
+    const char *maps[] = {"labels", "annotations"};
+    const struct wh_map *got[] = {&m->labels, &m->annotations};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *want = json_object_get(meta, maps[i]);
+        cr_assert_gt(json_object_size(want), 0);
+        cr_expect_eq(got[i]->n, json_object_size(want), "%s", maps[i]);
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)want, k, v)
+            cr_expect_str_eq(wh_map_get(got[i], k), json_string_value(v), "%s %s", maps[i], k);
+    }
+    const json_t *owner = json_array_get(json_object_get(meta, "ownerReferences"), 0);
+    cr_expect_str_eq(m->owner_kind, json_string_value(json_object_get(owner, "kind")));
+    cr_expect_str_eq(m->owner_name, json_string_value(json_object_get(owner, "name")));
+    cr_expect_str_eq(m->generate_name, "train-workers-0-0-");
     /* the spec, as wh_podspec reads it */
-    const struct wh_container *c = &rv.spec.list[WH_CONTAINERS].c[0];
-    cr_assert_eq(rv.spec.list[WH_CONTAINERS].n, 1);
+    const struct wh_container *c = &rv.pod.spec.list[WH_CONTAINERS].c[0];
+    cr_assert_eq(rv.pod.spec.list[WH_CONTAINERS].n, 1);
     cr_expect_str_eq(c->name, "main");
     cr_expect_eq(c->env_shape, WH_SHAPE_LIST);
     cr_expect_eq(c->mounts_shape, WH_SHAPE_LIST);
-    cr_assert_eq(rv.spec.list[WH_INIT_CONTAINERS].n, 1);
-    cr_expect_str_eq(rv.spec.list[WH_INIT_CONTAINERS].c[0].restart_policy, "Always");
-    cr_assert_geq(rv.spec.n_volumes, 1);
-    cr_expect_str_eq(rv.spec.volumes[0], "data");
+    cr_assert_eq(rv.pod.spec.list[WH_INIT_CONTAINERS].n, 1);
+    cr_expect_str_eq(rv.pod.spec.list[WH_INIT_CONTAINERS].c[0].restart_policy, "Always");
+    cr_assert_geq(rv.pod.spec.n_volumes, 1);
+    cr_expect_str_eq(rv.pod.spec.volumes[0], "data");
     /* every env entry, as the tree holds it */
     const json_t *want_env = json_object_get(
         json_array_get(json_object_get(json_object_get(json_object_get(req(doc), "object"), "spec"),
@@ -171,20 +182,20 @@ Test(wh_review, the_last_spec_counts_and_an_object_without_one_has_none)
              "\"spec\":{\"containers\":[{\"name\":\"b\"}]}}}}",
              env);
     cr_assert_eq(decode_str(body, &rv, NULL), 0);
-    cr_assert_eq(rv.spec.list[WH_CONTAINERS].n, 1);
-    cr_expect_str_eq(rv.spec.list[WH_CONTAINERS].c[0].name, "b");
+    cr_assert_eq(rv.pod.spec.list[WH_CONTAINERS].n, 1);
+    cr_expect_str_eq(rv.pod.spec.list[WH_CONTAINERS].c[0].name, "b");
     wh_review_done(&rv);
     snprintf(body, sizeof(body),
              "%s\"object\":{\"spec\":{\"containers\":[]}},"
              "\"object\":{\"metadata\":{}}}}",
              env);
     cr_assert_eq(decode_str(body, &rv, NULL), 0);
-    cr_expect_eq(rv.spec.shape, WH_SHAPE_ABSENT, "the first object's spec is not the pod's");
+    cr_expect_eq(rv.pod.spec.shape, WH_SHAPE_ABSENT, "the first object's spec is not the pod's");
     wh_review_done(&rv);
     snprintf(body, sizeof(body),
              "%s\"object\":{\"spec\":{\"containers\":[]}},\"object\":\"none\"}}", env);
     cr_assert_eq(decode_str(body, &rv, NULL), 0);
-    cr_expect_eq(rv.spec.shape, WH_SHAPE_ABSENT, "an object that is no object has no spec");
+    cr_expect_eq(rv.pod.spec.shape, WH_SHAPE_ABSENT, "an object that is no object has no spec");
     wh_review_done(&rv);
 }
 
@@ -305,7 +316,7 @@ Test(wh_review, what_text)
     json_object_set_new(req(doc), "name", json_string("web"));
     cr_assert_eq(decode_json(doc, &rv, NULL), 0);
     cr_expect_str_eq(rv.what, "Deployment team-a/web");
-    cr_expect_null(rv.object);
+    cr_expect_eq(rv.pod.shape, WH_SHAPE_ABSENT);
     wh_review_done(&rv);
     json_decref(doc);
 }
@@ -434,7 +445,7 @@ Test(wh_review, uid_unicode_escapes_in_body)
     cr_assert_eq(decode_str(body, &rv, &err), 0, "%s", err.message);
     cr_expect_str_eq(rv.uid, "\xc3\xa9\xf0\x9f\x98\x80\"q");
     cr_expect_not(rv.pod_create);
-    cr_expect_null(rv.object);
+    cr_expect_eq(rv.pod.shape, WH_SHAPE_ABSENT);
     char *out = wh_review_respond(&rv, NULL, NULL, NULL);
     json_t *resp = json_loads(out, 0, NULL);
     cr_assert_not_null(resp, "%s", out);

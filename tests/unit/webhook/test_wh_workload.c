@@ -62,17 +62,28 @@ static int fake_get(void *ud, const char *kind, const char *ns, const char *name
 static struct fake fk;
 static struct wh_lookup lk = {.get_meta = fake_get, .ud = &fk};
 
+/* The pods resolved by a test and their metadata as read, kept to the
+ * test's end: a bare pod's workload borrows the pod's labels. */
+static json_t *held_pods;
+static struct wh_meta held[8];
+static size_t n_held;
+
 static void fake_init(void)
 {
     fk.objects = ts_load_json("unit/workload/objects.json");
     fk.calls = json_array();
     fk.last_deadline = 0;
+    held_pods = json_array();
+    n_held = 0;
 }
 
 static void fake_fini(void)
 {
     json_decref(fk.objects);
     json_decref(fk.calls);
+    json_decref(held_pods);
+    for (size_t i = 0; i < n_held; i++)
+        wh_meta_done(&held[i]);
 }
 
 TestSuite(wh_workload, .init = fake_init, .fini = fake_fini);
@@ -90,9 +101,12 @@ static void resolve(const char *pod_name, const struct wh_lookup *l, struct wh_w
     char rel[256];
     snprintf(rel, sizeof(rel), "unit/workload/pods/%s.json", pod_name);
     json_t *pod = ts_load_json(rel);
+    cr_assert_lt(n_held, sizeof(held) / sizeof(held[0]));
+    struct wh_meta *m = &held[n_held++];
+    json_array_append_new(held_pods, pod);
+    cr_assert_eq(wh_meta_from_json(json_object_get(pod, "metadata"), m), 0);
     memset(w, 0xA5, sizeof(*w)); /* resolve must initialise everything */
-    cr_assert_eq(wh_workload_resolve(pod, "team-a", l, NOW, DEADLINE, w), 0);
-    json_decref(pod);
+    cr_assert_eq(wh_workload_resolve(m, "team-a", l, NOW, DEADLINE, w), 0);
 }
 
 static void expect_wl(const struct wh_workload *w, const char *kind, const char *name,
@@ -119,7 +133,7 @@ static void expect_standalone_unknown(const struct wh_workload *w)
 static void expect_label(const struct wh_workload *w, const char *k, const char *v)
 {
     cr_assert_not_null(w->labels);
-    cr_expect_str_eq(json_string_value(json_object_get(w->labels, k)), v, "label %s", k);
+    cr_expect_str_eq(wh_map_get(w->labels, k), v, "label %s", k);
 }
 
 /* ---------- standalone ---------- */
@@ -238,8 +252,8 @@ Test(wh_workload, bare_pod_with_name)
     cr_expect(w.bare_pod);
     cr_expect_not(w.ml_kind);
     expect_label(&w, "a", "b");
-    cr_expect_eq(json_object_size(w.labels), 1);
-    cr_expect_str_eq(json_string_value(json_object_get(w.annotations, "x")), "y");
+    cr_expect_eq(w.labels->n, 1);
+    cr_expect_str_eq(wh_map_get(w.annotations, "x"), "y");
     cr_expect_str_eq(w.created, NOW_S, "a bare pod's creation time is the admission time");
     cr_expect_str_eq(w.unknown_why, "");
     wh_workload_done(&w);
@@ -253,7 +267,7 @@ Test(wh_workload, bare_pod_with_only_generate_name)
     cr_expect_str_eq(w.name, "debug-");
     cr_expect(w.bare_pod);
     cr_assert_not_null(w.labels);
-    cr_expect_eq(json_object_size(w.labels), 0, "known to have no labels");
+    cr_expect_eq(w.labels->n, 0, "known to have no labels");
     cr_expect_str_eq(w.created, NOW_S);
     wh_workload_done(&w);
 }
@@ -307,9 +321,7 @@ Test(wh_workload, chain_pod_jobset_by_label_one_lookup)
     expect_wl(&w, "JobSet", "train", "Job/train-workers-0", true);
     expect_label(&w, "managed-mldiagnostics-gke", "true");
     expect_label(&w, "team", "ml");
-    cr_expect_str_eq(
-        json_string_value(json_object_get(w.annotations, "diagon.gke.io/otel-service-name")),
-        "trainer");
+    cr_expect_str_eq(wh_map_get(w.annotations, "diagon.gke.io/otel-service-name"), "trainer");
     cr_expect_str_eq(w.created, "2024-03-05T07:08:09Z", "offset normalised to Z");
     cr_expect_str_eq(w.unknown_why, "");
     const char *want[] = {"JobSet/team-a/train"};
@@ -324,7 +336,7 @@ Test(wh_workload, chain_pod_job_jobset_by_owner)
     resolve("job-of-jobset-nolabel", &lk, &w);
     expect_wl(&w, "JobSet", "train", "Job/train-workers-0", true);
     expect_label(&w, "team", "ml");
-    cr_expect_null(json_object_get(w.labels, "jobset.sigs.k8s.io/jobset-name"),
+    cr_expect_null(wh_map_get(w.labels, "jobset.sigs.k8s.io/jobset-name"),
                    "the Job's labels are not the JobSet's");
     cr_expect_str_eq(w.created, "2024-03-05T07:08:09Z");
     const char *want[] = {"Job/team-a/train-workers-0", "JobSet/team-a/train"};
@@ -338,11 +350,10 @@ Test(wh_workload, chain_pod_raycluster_rayjob)
     resolve("raycluster", &lk, &w);
     expect_wl(&w, "RayJob", "rj-1", "RayCluster/rc-1", true);
     expect_label(&w, "team", "rl");
-    cr_expect_null(json_object_get(w.labels, "ray.io/originated-from-crd"));
+    cr_expect_null(wh_map_get(w.labels, "ray.io/originated-from-crd"));
     cr_expect_str_eq(w.created, "2024-03-05T07:08:09Z");
-    cr_expect_str_eq(
-        json_string_value(json_object_get(w.annotations, "diagon.gke.io/otel-resource-attributes")),
-        "rl.algo=ppo");
+    cr_expect_str_eq(wh_map_get(w.annotations, "diagon.gke.io/otel-resource-attributes"),
+                     "rl.algo=ppo");
     const char *want[] = {"RayCluster/team-a/rc-1", "RayJob/team-a/rj-1"};
     expect_calls(want, 2);
     wh_workload_done(&w);
@@ -413,7 +424,7 @@ Test(wh_workload, chain_pod_statefulset_lws)
     resolve("sts-of-lws", &lk, &w);
     expect_wl(&w, "LeaderWorkerSet", "lws-a", "StatefulSet/lws-a", true);
     expect_label(&w, "managed-mldiagnostics-gke", "true");
-    cr_expect_null(json_object_get(w.labels, "leaderworkerset.sigs.k8s.io/name"));
+    cr_expect_null(wh_map_get(w.labels, "leaderworkerset.sigs.k8s.io/name"));
     const char *want[] = {"StatefulSet/team-a/lws-a", "LeaderWorkerSet/team-a/lws-a"};
     expect_calls(want, 2);
     wh_workload_done(&w);
@@ -432,7 +443,7 @@ Test(wh_workload, statefulset_without_labels_or_valid_timestamp)
     resolve("statefulset", &lk, &w);
     expect_wl(&w, "StatefulSet", "db", "StatefulSet/db", false);
     cr_assert_not_null(w.labels, "looked up: labels are known (empty)");
-    cr_expect_eq(json_object_size(w.labels), 0);
+    cr_expect_eq(w.labels->n, 0);
     cr_expect_str_eq(w.created, "", "an unparsable creationTimestamp is unknown");
     wh_workload_done(&w);
 }
@@ -488,42 +499,54 @@ Test(wh_workload, climbing_to_failed_owner_clears_child_labels)
 
 /* ---------- helpers and offline documents ---------- */
 
+/* The controller owner and label lookups of metadata read from a tree. */
+static void read_meta(json_t *doc, struct wh_meta *m)
+{
+    cr_assert_eq(wh_meta_from_json(doc, m), 0);
+    json_array_append_new(held_pods, doc);
+}
+
 Test(wh_workload, controller_owner)
 {
-    json_t *meta = json_pack("{s:[{s:s,s:s},{s:s,s:s,s:b},{s:s,s:s,s:b}]}", "ownerReferences",
-                             "kind", "A", "name", "a", "kind", "B", "name", "b", "controller", 0,
-                             "kind", "C", "name", "c", "controller", 1);
-    const json_t *o = wh_controller_owner(meta);
-    cr_assert_not_null(o);
-    cr_expect_str_eq(json_string_value(json_object_get(o, "kind")), "C");
-    json_decref(meta);
-    meta = json_pack("{s:[{s:s,s:b}]}", "ownerReferences", "kind", "C", "controller", 1);
-    cr_expect_null(wh_controller_owner(meta), "a controller without a name");
-    json_decref(meta);
-    meta = json_pack("{s:s}", "ownerReferences", "junk");
-    cr_expect_null(wh_controller_owner(meta));
-    json_decref(meta);
-    cr_expect_null(wh_controller_owner(NULL));
+    struct wh_meta m;
+    read_meta(json_pack("{s:[{s:s,s:s},{s:s,s:s,s:b},{s:s,s:s,s:b}]}", "ownerReferences", "kind",
+                        "A", "name", "a", "kind", "B", "name", "b", "controller", 0, "kind", "C",
+                        "name", "c", "controller", 1),
+              &m);
+    cr_expect_str_eq(m.owner_kind, "C");
+    cr_expect_str_eq(m.owner_name, "c");
+    wh_meta_done(&m);
+    read_meta(json_pack("{s:[{s:s,s:b}]}", "ownerReferences", "kind", "C", "controller", 1), &m);
+    cr_expect_null(m.owner_kind, "a controller without a name");
+    wh_meta_done(&m);
+    read_meta(json_pack("{s:s}", "ownerReferences", "junk"), &m);
+    cr_expect_null(m.owner_kind);
+    wh_meta_done(&m);
+    cr_assert_eq(wh_meta_from_json(NULL, &m), 0);
+    cr_expect_null(m.owner_kind);
 }
 
 Test(wh_workload, meta_helpers)
 {
-    json_t *meta =
-        json_pack("{s:{s:s,s:i},s:{s:s}}", "labels", "a", "1", "n", 2, "annotations", "x", "y");
-    cr_expect_str_eq(wh_meta_label(meta, "a"), "1");
-    cr_expect_null(wh_meta_label(meta, "n"), "not a string");
-    cr_expect_null(wh_meta_label(meta, "zz"));
-    cr_expect_str_eq(wh_meta_annotation(meta, "x"), "y");
-    cr_expect_null(wh_meta_annotation(meta, "a"));
+    struct wh_meta m;
+    read_meta(
+        json_pack("{s:{s:s,s:i},s:{s:s}}", "labels", "a", "1", "n", 2, "annotations", "x", "y"),
+        &m);
+    cr_expect_str_eq(wh_meta_label(&m, "a"), "1");
+    cr_expect_null(wh_meta_label(&m, "n"), "not a string");
+    cr_expect_not_null(wh_map_find(&m.labels, "n"), "present all the same");
+    cr_expect_null(wh_meta_label(&m, "zz"));
+    cr_expect_str_eq(wh_meta_annotation(&m, "x"), "y");
+    cr_expect_null(wh_meta_annotation(&m, "a"));
     cr_expect_null(wh_meta_label(NULL, "a"));
-    json_decref(meta);
+    wh_meta_done(&m);
 }
 
 Test(wh_workload, from_doc)
 {
     json_t *doc = ts_load_json("unit/identity/jobset.json");
     struct wh_workload w;
-    wh_workload_from_doc(doc, "other-ns", "Job/j", &w);
+    cr_assert_eq(wh_workload_from_doc(doc, "other-ns", "Job/j", &w), 0);
     cr_expect_str_eq(w.kind, "JobSet");
     cr_expect_str_eq(w.name, "train-7");
     cr_expect_str_eq(w.ns, "other-ns");
@@ -537,11 +560,11 @@ Test(wh_workload, from_doc)
     json_decref(doc);
 
     doc = ts_load_json("unit/identity/jobset-nolabels.json");
-    wh_workload_from_doc(doc, "team-a", NULL, &w);
+    cr_assert_eq(wh_workload_from_doc(doc, "team-a", NULL, &w), 0);
     cr_expect_str_eq(w.parent, "");
     cr_expect_str_eq(w.created, "");
     cr_assert_not_null(w.labels);
-    cr_expect_eq(json_object_size(w.labels), 0);
+    cr_expect_eq(w.labels->n, 0);
     cr_expect_str_eq(w.unknown_why, "offline: JobSet train-8 has no creationTimestamp");
     wh_workload_done(&w);
     json_decref(doc);
@@ -580,7 +603,7 @@ Test(wh_workload, chain_pod_job_jobset_trainjob)
     resolve("trainjob", &lk, &w);
     expect_wl(&w, "TrainJob", "tj-1", "Job/tj-1-node-0", true);
     expect_label(&w, "managed-mldiagnostics-gke", "true");
-    cr_expect_null(json_object_get(w.labels, "team"), "the JobSet's labels are not the TrainJob's");
+    cr_expect_null(wh_map_get(w.labels, "team"), "the JobSet's labels are not the TrainJob's");
     cr_expect_str_eq(w.created, "2024-03-05T07:08:09Z");
     const char *want[] = {"JobSet/team-a/tj-1", "TrainJob/team-a/tj-1"};
     expect_calls(want, 2);
