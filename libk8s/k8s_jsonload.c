@@ -547,9 +547,60 @@ int k8s_jpull_string(struct k8s_jpull *r, const char **s, size_t *n)
     return 1;
 }
 
-/* Open the container at the cursor, or step past the ',' after an item:
- * 1 at the next item, 0 after the closing byte. */
-static int step(struct k8s_jpull *r, int *state, unsigned char open, unsigned char close)
+/* Copy the plain bytes at p to dst until the first byte a scan stops at,
+ * which is returned (end when none). dst may be written up to (end - p)
+ * bytes: 16 at a time, the first stop's block included. */
+static inline const unsigned char *copy_plain_run(const unsigned char *p, const unsigned char *end,
+                                                  char *dst)
+{
+#ifdef __SSE2__
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        _mm_storeu_si128((__m128i *)dst, x);
+        unsigned mask = k8s_json_mask16(x, K8S_JSON_HIGH_STOPS);
+        if (mask)
+            return p + __builtin_ctz(mask);
+        p += 16, dst += 16;
+    }
+#endif
+    const unsigned char *q = k8s_json_plain_run(p, end);
+    memcpy(dst, p, (size_t)(q - p));
+    return q;
+}
+
+/* k8s_jpull_string_to past the fast case: whitespace, another type,
+ * escapes, non-ASCII bytes, errors (the general reader, then a copy). */
+static __attribute__((noinline)) int string_to_slow(struct k8s_jpull *r, char *dst, size_t *n)
+{
+    skip_ws(r);
+    if (r->p >= r->end || *r->p != '"') {
+        json_t *none = NULL;
+        return value(r, NULL, false, &none) < 0 ? -1 : 0;
+    }
+    if (string_lit(r, true) < 0)
+        return -1;
+    memcpy(dst, r->s, r->n);
+    dst[r->n] = '\0';
+    *n = r->n;
+    return 1;
+}
+
+int k8s_jpull_string_to(struct k8s_jpull *r, char *dst, size_t *n)
+{
+    const unsigned char *begin = r->p + 1, *q;
+    if (r->p < r->end && *r->p == '"' && (q = copy_plain_run(begin, r->end, dst)) < r->end &&
+        *q == '"') { /* plain bytes alone: copied already */
+        *n = (size_t)(q - begin);
+        dst[*n] = '\0';
+        r->p = q + 1;
+        return 1;
+    }
+    return string_to_slow(r, dst, n);
+}
+
+/* step past the fast case: opening, whitespace, errors. */
+static __attribute__((noinline)) int step_slow(struct k8s_jpull *r, int *state, unsigned char open,
+                                               unsigned char close)
 {
     skip_ws(r);
     if (*state == 0) {
@@ -573,20 +624,24 @@ static int step(struct k8s_jpull *r, int *state, unsigned char open, unsigned ch
     return 1;
 }
 
-int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *klen)
+/* Open the container at the cursor, or step past the ',' after an item:
+ * 1 at the next item, 0 after the closing byte. */
+static inline int step(struct k8s_jpull *r, int *state, unsigned char open, unsigned char close)
 {
-    /* compact JSON, the common case: ,"key": or {"key": with a plain key */
-    const unsigned char *q;
-    if (r->end - r->p > 2 && r->p[0] == (*state ? ',' : '{') && r->p[1] == '"' &&
-        (*state || r->depth < K8S_JSONLOAD_MAX_DEPTH) &&
-        (q = k8s_json_plain_run(r->p + 2, r->end)) < r->end - 1 && q[0] == '"' && q[1] == ':') {
-        r->depth += !*state;
-        *state = 1;
-        *key = (const char *)r->p + 2;
-        *klen = (size_t)(q - r->p - 2);
-        r->p = q + 2;
-        return 1;
+    const unsigned char *p = r->p; /* compact JSON: the ',' or close right after an item */
+    if (*state && p < r->end) {
+        if (*p == close)
+            return r->p = p + 1, r->depth--, 0;
+        if (*p == ',' && (r->end - p < 2 || p[1] > ' '))
+            return r->p = p + 1, 1;
     }
+    return step_slow(r, state, open, close);
+}
+
+/* k8s_jpull_member past the fast case: whitespace, escaped keys, errors. */
+static __attribute__((noinline)) int member_slow(struct k8s_jpull *r, int *state, const char **key,
+                                                 size_t *klen)
+{
     int s = step(r, state, '{', '}');
     if (s <= 0)
         return s;
@@ -601,6 +656,25 @@ int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *
         return fail(r, "':' expected");
     r->p++;
     return 1;
+}
+
+int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *klen)
+{
+    /* compact JSON, the common case: ,"key": or {"key": with a plain key, or } */
+    const unsigned char *p = r->p, *end = r->end, *q;
+    if (end - p > 2 && p[0] == (*state ? ',' : '{') && p[1] == '"' &&
+        (*state || r->depth < K8S_JSONLOAD_MAX_DEPTH) &&
+        (q = k8s_json_plain_run(p + 2, end)) < end - 1 && q[0] == '"' && q[1] == ':') {
+        r->depth += !*state;
+        *state = 1;
+        *key = (const char *)p + 2;
+        *klen = (size_t)(q - p - 2);
+        r->p = q + 2;
+        return 1;
+    }
+    if (*state && p < end && *p == '}')
+        return r->p = p + 1, r->depth--, 0;
+    return member_slow(r, state, key, klen);
 }
 
 int k8s_jpull_element(struct k8s_jpull *r, int *state)

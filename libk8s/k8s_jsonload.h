@@ -80,6 +80,10 @@ int k8s_jpull_skip(struct k8s_jpull *p) K8S_MUST_CHECK;
 /* The string at the cursor: 1 with it; 0 when the value is of another
  * type (then skipped). */
 int k8s_jpull_string(struct k8s_jpull *p, const char **s, size_t *n) K8S_MUST_CHECK;
+/* The same, the decoded text copied into dst and NUL-terminated (*n its
+ * length). dst must have room for k8s_jpull_left(p) + 1 bytes as it is
+ * before the call: bytes past the NUL, up to that bound, may be written. */
+int k8s_jpull_string_to(struct k8s_jpull *p, char *dst, size_t *n) K8S_MUST_CHECK;
 /* Walk the object at the cursor: *state = 0 first; 1 with the next key,
  * the cursor at its value (read it before the next call); 0 after '}'. */
 int k8s_jpull_member(struct k8s_jpull *p, int *state, const char **key,

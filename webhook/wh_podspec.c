@@ -66,17 +66,14 @@ struct rd {
 /* A string value into the pool, or NULL (any other value is skipped). */
 static int string(struct rd *r, const char **out, size_t *len)
 {
-    const char *s;
     size_t n = 0;
     *out = NULL;
     if (len)
         *len = 0;
-    int is_string = k8s_jpull_string(r->p, &s, &n);
+    char *o = r->pool + r->used; /* room: used never passes the bytes read */
+    int is_string = k8s_jpull_string_to(r->p, o, &n);
     if (is_string <= 0)
         return is_string;
-    char *o = r->pool + r->used;
-    memcpy(o, s, n);
-    o[n] = '\0';
     r->used += n + 1;
     *out = o;
     if (len)

@@ -290,3 +290,116 @@ Test(k8s_jsonload, a_document_read_by_a_reader_alone)
     cr_expect_eq(k8s_json_pull_text("[\"a\"] x", 7, reader, &pd, &err), -K8S_EPARSE);
     cr_expect(strstr(err.message, "end of input expected"), "%s", err.message);
 }
+
+/* ---------- strings copied out (k8s_jpull_string_to) ---------- */
+
+/* An array read with k8s_jpull_string_to into a pool of exactly the bound
+ * the header gives (so ASan sees any byte written past it), or with
+ * k8s_jpull_string: seen gets each string, '|'-terminated ('#' for a
+ * value of another type). */
+struct copied {
+    bool to;
+    char seen[512];
+};
+
+static int copy_strings(struct k8s_jpull *p, void *arg)
+{
+    struct copied *c = arg;
+    size_t room = k8s_jpull_left(p) + 1, used = 0;
+    char *pool = malloc(room);
+    int st = 0, e = 0, r = 0;
+    while (r >= 0 && (e = k8s_jpull_element(p, &st)) > 0) {
+        const char *s = pool + used;
+        size_t n = 0;
+        r = c->to ? k8s_jpull_string_to(p, pool + used, &n) : k8s_jpull_string(p, &s, &n);
+        if (r > 0 && c->to)
+            cr_expect_eq(s[n], '\0', "NUL-terminated");
+        if (r > 0)
+            used += n + 1; /* what wh_podspec's pool does */
+        size_t at = strlen(c->seen);
+        snprintf(c->seen + at, sizeof(c->seen) - at,
+                 r > 0    ? "%.*s|"
+                 : r == 0 ? "#|"
+                          : "",
+                 (int)n, s);
+    }
+    free(pool);
+    return r < 0 ? -1 : e;
+}
+
+static int read_copied(const char *doc, bool to, char *seen, struct k8s_error *err)
+{
+    struct copied c = {.to = to};
+    size_t len = strlen(doc);
+    char *text = malloc(len); /* not NUL-terminated: reads past it are seen too */
+    memcpy(text, doc, len);
+    int r = k8s_json_pull_text(text, len, copy_strings, &c, err);
+    free(text);
+    strcpy(seen, c.seen);
+    return r;
+}
+
+Test(k8s_jsonload, strings_copied_out_are_decoded_and_terminated)
+{
+    static const struct {
+        const char *doc, *want;
+    } cases[] = {
+        {"[\"a\",\"\",\"bc\"]", "a||bc|"},
+        {"[\"0123456789abcdef\",\"0123456789abcdefg\"]", "0123456789abcdef|0123456789abcdefg|"},
+        {"[\"x\\ny\",\"\\u00e9t\xc3\xa9\",\"\\ud83d\\ude00\"]",
+         "x\ny|\xc3\xa9t\xc3\xa9|\xf0\x9f\x98\x80|"},
+        {"[1,\"a\",{\"b\":\"c\"},null,\"d\"]", "#|a|#|#|d|"},
+        {" [ \"spaced\" , \"out\" ] ", "spaced|out|"},
+        {"[\"a string long enough for several blocks of sixteen bytes, and then a tail\"]",
+         "a string long enough for several blocks of sixteen bytes, and then a tail|"},
+        {"[\"plain for a while, then an escape \\\" at byte thirty-five\"]",
+         "plain for a while, then an escape \" at byte thirty-five|"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char seen[512];
+        struct k8s_error err = {0};
+        cr_assert_eq(read_copied(cases[i].doc, true, seen, &err), 0, "%s: %s", cases[i].doc,
+                     err.message);
+        cr_expect_str_eq(seen, cases[i].want, "%s", cases[i].doc);
+    }
+}
+
+Test(k8s_jsonload, strings_copied_out_refuse_what_string_refuses)
+{
+    static const char *const bad[] = {
+        "[\"a",          "[\"abc\\",        "[\"\\x\"]",
+        "[\"a\x01\"]",   "[\"\xc3\"]",      "[\"\xed\xa0\x80\"]",
+        "[\"\\ud800\"]", "[\"\\u0000\"]",   "[\"0123456789abcdef0123456789\xff\"]",
+        "[\"ok\",tru]",  "[\"ok\" \"no\"]",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char seen_to[512], seen[512];
+        struct k8s_error e_to = {0}, e = {0};
+        cr_expect_eq(read_copied(bad[i], true, seen_to, &e_to), -K8S_EPARSE, "%s", bad[i]);
+        cr_expect_eq(read_copied(bad[i], false, seen, &e), -K8S_EPARSE, "%s", bad[i]);
+        cr_expect_str_eq(e_to.message, e.message, "%s: the same refusal", bad[i]);
+    }
+}
+
+Test(k8s_jsonload, a_reader_walks_spaced_text_as_compact_text)
+{
+    static const char *const docs[] = {
+        "[\"a\",{\"k\":\"v\",\"l\":[]},[\"b\"],{}]",
+        " [ \"a\" , { \"k\" : \"v\" , \"l\" : [ ] } , [ \"b\" ] , { } ] ",
+        "[\"a\",\n{\"k\":\"v\",\n\"l\":[\n]\n},\t[\"b\"\n]\r,{\n}\n]",
+    };
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        struct pulled pd = {0};
+        struct k8s_error err = {0};
+        cr_expect_eq(k8s_json_pull_text(docs[i], strlen(docs[i]), reader, &pd, &err), 0, "%s: %s",
+                     docs[i], err.message);
+        cr_expect_str_eq(pd.seen, "a|k|v|l|b|", "%s", docs[i]);
+    }
+    static const char *const bad[] = {"[\"a\",]",  "[\"a\" , ]", "{\"k\":1,}", "[\"a\"}",
+                                      "{\"k\":1]", "[\"a\",",    "{\"k\":1,"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct pulled pd = {0};
+        cr_expect_eq(k8s_json_pull_text(bad[i], strlen(bad[i]), reader, &pd, NULL), -K8S_EPARSE,
+                     "%s", bad[i]);
+    }
+}

@@ -178,3 +178,28 @@ Test(wh_podspec, absent_spec)
     wh_podspec_done(&s);
     wh_podspec_done(NULL);
 }
+
+Test(wh_podspec, strings_are_copied_whole_up_to_the_last_byte_of_the_text)
+{
+    /* text in a buffer of its exact length (ASan sees a byte read or
+     * written past it); the last strings lie within 16 bytes of its end */
+    static const char *const cases[] = {
+        "{\"volumes\":[{\"name\":\"a\"},{\"name\":\"0123456789abcdef0123\"},{\"name\":\"b\"}]}",
+        "{\"containers\":[{\"env\":[{\"name\":\"N\",\"value\":\"0123456789abcdefghijklmnopqrstu"
+        "vwxyz0123456789abcdefghijklmnopqrstuvwxyz\"},{\"name\":\"\\u00e9\",\"value\":\"v\"}]}]}",
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t len = strlen(cases[i]);
+        char *text = malloc(len);
+        memcpy(text, cases[i], len);
+        struct wh_podspec a, b;
+        json_t *spec = json_loadb(text, len, 0, NULL);
+        cr_assert_eq(wh_podspec_read(text, len, &a), 0, "%s", cases[i]);
+        cr_assert_eq(wh_podspec_from_json(spec, &b), 0);
+        expect_same(&a, &b, cases[i]);
+        wh_podspec_done(&a);
+        wh_podspec_done(&b);
+        json_decref(spec);
+        free(text);
+    }
+}
