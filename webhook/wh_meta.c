@@ -121,12 +121,14 @@ static const char *keep(struct rd *r, const char *s, size_t n)
 /* A string value into the pool, or NULL (any other value is skipped). */
 static int string(struct rd *r, const char **out)
 {
-    const char *s;
     size_t n;
+    char *o = r->pool + r->used; /* room: used never passes the bytes read */
     *out = NULL;
-    int is_string = k8s_jpull_string(r->p, &s, &n);
-    if (is_string > 0)
-        *out = keep(r, s, n);
+    int is_string = k8s_jpull_string_to(r->p, o, &n);
+    if (is_string > 0) {
+        r->used += n + 1;
+        *out = o;
+    }
     return is_string < 0 ? -1 : 0;
 }
 

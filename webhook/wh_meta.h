@@ -55,7 +55,7 @@ struct wh_map {
 };
 
 struct wh_meta {
-    enum wh_shape shape; /* of metadata: LIST = an object */
+    enum wh_shape shape;                             /* of metadata: LIST = an object */
     const char *name, *generate_name, *ns, *created; /* NULL unless strings */
     struct wh_map labels, annotations;
     /* the first owner reference with controller: true and string kind and

@@ -88,14 +88,11 @@ static void forget(struct rd *r, const struct field *f)
 
 static int string(struct rd *r, enum slot slot)
 {
-    const char *s;
     size_t n;
+    char *o = r->pool + r->used; /* room: used never passes the bytes read */
     r->s[slot] = NULL;
-    int is_string = k8s_jpull_string(r->p, &s, &n);
+    int is_string = k8s_jpull_string_to(r->p, o, &n);
     if (is_string > 0) {
-        char *o = r->pool + r->used;
-        memcpy(o, s, n);
-        o[n] = '\0';
         r->used += n + 1;
         r->s[slot] = o;
     }
