@@ -2,10 +2,6 @@
 
 #include <stdbool.h>
 
-#ifdef __x86_64__
-#include <immintrin.h>
-#endif
-
 /* The escapes taken here (\u is left to the general reader). */
 static const bool simple_escape[256] = {
     ['"'] = 1, ['\\'] = 1, ['/'] = 1, ['b'] = 1, ['f'] = 1, ['n'] = 1, ['r'] = 1, ['t'] = 1};
@@ -29,21 +25,18 @@ static __attribute__((noinline)) const unsigned char *scan_tail(const unsigned c
 }
 
 #ifdef __x86_64__
-/* Bit i set when byte i of the 32 at p is one a scan stops at
- * (k8s_json_mask16's test, twice as wide). */
+#define REP32(c)                                                                                   \
+    {                                                                                              \
+        (c) * 0x0101010101010101LL, (c)*0x0101010101010101LL, (c)*0x0101010101010101LL,            \
+            (c)*0x0101010101010101LL                                                               \
+    }
+const __m256i k8s_json_mask32_k[5] = {REP32(2), REP32(0x21), REP32(0x1F), REP32('"'), REP32('\\')};
+
+/* Bit i set when byte i of the 32 at p is one a scan stops at. */
 __attribute__((target("avx2"), always_inline)) static inline unsigned mask32(const unsigned char *p,
                                                                              bool high)
 {
-    __m256i x = _mm256_loadu_si256((const __m256i *)p);
-    __m256i bs = _mm256_cmpeq_epi8(x, _mm256_set1_epi8('\\'));
-    if (high)
-        return (unsigned)_mm256_movemask_epi8(
-            _mm256_or_si256(bs, _mm256_cmpgt_epi8(_mm256_set1_epi8(0x21),
-                                                  _mm256_xor_si256(x, _mm256_set1_epi8(2)))));
-    __m256i ctl =
-        _mm256_cmpeq_epi8(_mm256_max_epu8(x, _mm256_set1_epi8(0x1F)), _mm256_set1_epi8(0x1F));
-    return (unsigned)_mm256_movemask_epi8(
-        _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(x, _mm256_set1_epi8('"')), bs), ctl));
+    return k8s_json_mask32(_mm256_loadu_si256((const __m256i *)p), high);
 }
 
 /* The whole 32-byte blocks from p: the first stop in them, or where they end. */
