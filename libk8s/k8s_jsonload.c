@@ -547,25 +547,41 @@ int k8s_jpull_string(struct k8s_jpull *r, const char **s, size_t *n)
     return 1;
 }
 
-/* Copy the plain bytes at p to dst until the first byte a scan stops at,
- * which is returned (end when none). dst may be written up to (end - p)
- * bytes: 16 at a time, the first stop's block included. */
+/* Copy the plain bytes at p to dst, 16 at a time, until the first byte a
+ * scan stops at, which is returned; NULL when fewer than 16 bytes are left
+ * before one (the caller's slow path then). dst may be written up to
+ * (end - p) bytes. No calls: the callers' fast paths need no saved
+ * registers. */
 static inline const unsigned char *copy_plain_run(const unsigned char *p, const unsigned char *end,
                                                   char *dst)
 {
 #ifdef __SSE2__
-    while (end - p >= 16) {
-        __m128i x = _mm_loadu_si128((const __m128i *)p);
-        _mm_storeu_si128((__m128i *)dst, x);
+    if (end - p < 16)
+        return NULL;
+    for (size_t i = 0, starts = (size_t)(end - p) - 15; i < starts; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + i));
+        _mm_storeu_si128((__m128i *)(dst + i), x);
         unsigned mask = k8s_json_mask16(x, K8S_JSON_HIGH_STOPS);
         if (mask)
-            return p + __builtin_ctz(mask);
-        p += 16, dst += 16;
+            return p + i + __builtin_ctz(mask);
     }
+#else
+    (void)p, (void)end, (void)dst;
 #endif
-    const unsigned char *q = k8s_json_plain_run(p, end);
-    memcpy(dst, p, (size_t)(q - p));
-    return q;
+    return NULL;
+}
+
+/* The first byte a scan stops at in the 16 at p (which lie before the
+ * end), or NULL: short keys, inline and without calls. */
+static inline const unsigned char *stop16(const unsigned char *p)
+{
+#ifdef __SSE2__
+    unsigned mask = k8s_json_mask16(_mm_loadu_si128((const __m128i *)p), K8S_JSON_HIGH_STOPS);
+    return mask ? p + __builtin_ctz(mask) : NULL;
+#else
+    const unsigned char *q = k8s_json_plain_run(p, p + 16);
+    return q < p + 16 ? q : NULL;
+#endif
 }
 
 /* k8s_jpull_string_to past the fast case: whitespace, another type,
@@ -585,10 +601,39 @@ static __attribute__((noinline)) int string_to_slow(struct k8s_jpull *r, char *d
     return 1;
 }
 
+#ifdef __x86_64__
+/* k8s_jpull_string_to's fast case 32 bytes at a time. */
+__attribute__((target("avx2"))) static int string_to_avx2(struct k8s_jpull *r, char *dst, size_t *n)
+{
+    const unsigned char *begin = r->p + 1;
+    if (r->p >= r->end || *r->p != '"' || r->end - begin < 32)
+        return string_to_slow(r, dst, n);
+    for (size_t i = 0, starts = (size_t)(r->end - begin) - 31; i < starts; i += 32) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(begin + i));
+        _mm256_storeu_si256((__m256i *)(dst + i), x);
+        unsigned mask = k8s_json_mask32(x, K8S_JSON_HIGH_STOPS);
+        if (!mask)
+            continue;
+        const unsigned char *q = begin + i + __builtin_ctz(mask);
+        if (*q != '"')
+            break;
+        *n = (size_t)(q - begin); /* plain bytes alone: copied already */
+        dst[*n] = '\0';
+        r->p = q + 1;
+        return 1;
+    }
+    return string_to_slow(r, dst, n);
+}
+#endif
+
 int k8s_jpull_string_to(struct k8s_jpull *r, char *dst, size_t *n)
 {
+#ifdef __x86_64__
+    if (__builtin_cpu_supports("avx2"))
+        return string_to_avx2(r, dst, n);
+#endif
     const unsigned char *begin = r->p + 1, *q;
-    if (r->p < r->end && *r->p == '"' && (q = copy_plain_run(begin, r->end, dst)) < r->end &&
+    if (r->p < r->end && *r->p == '"' && (q = copy_plain_run(begin, r->end, dst)) &&
         *q == '"') { /* plain bytes alone: copied already */
         *n = (size_t)(q - begin);
         dst[*n] = '\0';
@@ -660,11 +705,12 @@ static __attribute__((noinline)) int member_slow(struct k8s_jpull *r, int *state
 
 int k8s_jpull_member(struct k8s_jpull *r, int *state, const char **key, size_t *klen)
 {
-    /* compact JSON, the common case: ,"key": or {"key": with a plain key, or } */
+    /* compact JSON, the common case: ,"key": or {"key": with a plain key of
+     * at most 15 bytes (not at the very end of the text), or } */
     const unsigned char *p = r->p, *end = r->end, *q;
-    if (end - p > 2 && p[0] == (*state ? ',' : '{') && p[1] == '"' &&
-        (*state || r->depth < K8S_JSONLOAD_MAX_DEPTH) &&
-        (q = k8s_json_plain_run(p + 2, end)) < end - 1 && q[0] == '"' && q[1] == ':') {
+    if (end - p >= 19 && p[0] == (*state ? ',' : '{') && p[1] == '"' &&
+        (*state || r->depth < K8S_JSONLOAD_MAX_DEPTH) && (q = stop16(p + 2)) && q[0] == '"' &&
+        q[1] == ':') {
         r->depth += !*state;
         *state = 1;
         *key = (const char *)p + 2;

@@ -90,8 +90,10 @@ typedef int member_fn(struct rd *r, const char *k, size_t n, void *arg);
 typedef int element_fn(struct rd *r, void *arg);
 
 /* Walk the object at the cursor, fn reading each member's value; any
- * other value is skipped (*is_object false). */
-static int object(struct rd *r, member_fn *fn, void *arg, bool *is_object)
+ * other value is skipped (*is_object false). Inline in each caller, so
+ * fn is too. */
+static inline __attribute__((always_inline)) int object(struct rd *r, member_fn *fn, void *arg,
+                                                        bool *is_object)
 {
     *is_object = k8s_jpull_peek(r->p) == K8S_J_OBJECT;
     if (!*is_object)
@@ -106,7 +108,8 @@ static int object(struct rd *r, member_fn *fn, void *arg, bool *is_object)
 }
 
 /* A list member: its shape, and fn for each element when it is one. */
-static int list(struct rd *r, element_fn *fn, void *arg, enum wh_shape *shape)
+static inline __attribute__((always_inline)) int list(struct rd *r, element_fn *fn, void *arg,
+                                                      enum wh_shape *shape)
 {
     enum k8s_jtype t = k8s_jpull_peek(r->p);
     *shape = t == K8S_J_ARRAY ? WH_SHAPE_LIST : t == K8S_J_NULL ? WH_SHAPE_NULL : WH_SHAPE_OTHER;

@@ -403,3 +403,27 @@ Test(k8s_jsonload, a_reader_walks_spaced_text_as_compact_text)
                      "%s", bad[i]);
     }
 }
+
+Test(k8s_jsonload, strings_copied_out_at_every_length_and_with_a_stop_anywhere)
+{
+    /* lengths across the 16- and 32-byte blocks of the fast cases, plain
+     * or with an escape or a non-ASCII byte at each place, then more text */
+    static const char *const stops[] = {"", "\\n", "\xc3\xa9", "\\u00e9"};
+    char doc[300], s[200], seen_to[512], seen[512];
+    for (size_t k = 0; k < sizeof(stops) / sizeof(stops[0]); k++) {
+        for (int len = 0; len <= 100; len++) {
+            for (int at = 0; at <= len; at += k ? 1 : len + 1) {
+                memset(s, 'x', (size_t)len);
+                s[len] = '\0';
+                char tail[128];
+                strcpy(tail, s + at);
+                sprintf(s + at, "%s%s", stops[k], tail);
+                sprintf(doc, "[\"%s\",\"after\"]", s);
+                struct k8s_error err = {0};
+                cr_assert_eq(read_copied(doc, true, seen_to, &err), 0, "%s: %s", doc, err.message);
+                cr_assert_eq(read_copied(doc, false, seen, &err), 0, "%s", doc);
+                cr_assert_str_eq(seen_to, seen, "%s", doc);
+            }
+        }
+    }
+}

@@ -95,3 +95,89 @@ Test(k8s_jsonskip, random_mutations_are_never_taken_wrongly)
     free(buf);
     free(orig);
 }
+
+/* The scan's answer by the definition: the first byte of the set. */
+static const unsigned char *scan_by_hand(const unsigned char *p, const unsigned char *end,
+                                         bool high)
+{
+    for (; p < end; p++)
+        if (*p < 0x20 || *p == '"' || *p == '\\' || (high && *p >= 0x80))
+            break;
+    return p;
+}
+
+Test(k8s_jsonskip, the_scan_stops_at_the_first_byte_of_its_set)
+{
+    /* every byte value at every place of runs of every length up to 100,
+     * so each width (32, 16, 8, 1) and each seam between them is met */
+    unsigned char buf[128];
+    for (int len = 0; len <= 100; len++) {
+        for (int at = 0; at < len; at++) {
+            for (int c = 0; c < 256; c++) {
+                memset(buf, 'a', sizeof(buf));
+                buf[at] = (unsigned char)c;
+                for (int high = 0; high < 2; high++) {
+                    const unsigned char *want = scan_by_hand(buf, buf + len, high);
+                    const unsigned char *got = high ? k8s_json_scan(buf, buf + len, true)
+                                                    : k8s_json_scan(buf, buf + len, false);
+                    cr_assert_eq(got, want, "len %d, byte %#x at %d, high %d: %td, not %td", len, c,
+                                 at, high, got - buf, want - buf);
+                }
+            }
+        }
+    }
+}
+
+/* "[\"<s>\"]" skipped: the end of the text, or NULL when declined. */
+static const unsigned char *skip_string_doc(const char *s, char *doc)
+{
+    size_t n = (size_t)sprintf(doc, "[\"%s\"]", s);
+    return skip(doc, n, 0, 2048);
+}
+
+Test(k8s_jsonskip, long_strings_with_escapes_anywhere)
+{
+    /* a simple escape (or two in a row) at each place of strings up to 100
+     * bytes long: block seams split an escape from the byte it escapes */
+    static const char *const escapes[] = {"\\n", "\\\"", "\\\\", "\\/", "\\\\\\\"", "\\t\\r"};
+    char s[160], doc[200];
+    for (size_t e = 0; e < sizeof(escapes) / sizeof(escapes[0]); e++) {
+        for (int len = 0; len <= 100; len++) {
+            for (int at = 0; at <= len; at++) {
+                memset(s, 'x', (size_t)len);
+                s[len] = '\0';
+                char tail[128];
+                strcpy(tail, s + at);
+                sprintf(s + at, "%s%s", escapes[e], tail);
+                const unsigned char *end = skip_string_doc(s, doc);
+                cr_assert_eq(end, (const unsigned char *)doc + strlen(doc), "took %s", doc);
+                never_wrong(doc, strlen(doc));
+            }
+        }
+    }
+}
+
+Test(k8s_jsonskip, long_strings_declined_for_what_the_general_reader_reads)
+{
+    /* after a long plain run (and past block seams): what the lane leaves
+     * to the general reader, or what is wrong */
+    static const char *const bad[] = {"\\u0041", "\\x", "\xc3\xa9", "\x01", "\t", "\x7f\xff"};
+    char s[160], doc[200];
+    for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+        for (int at = 0; at <= 100; at++) {
+            memset(s, 'x', (size_t)at);
+            sprintf(s + at, "%s%s", bad[b], "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy");
+            const unsigned char *end = skip_string_doc(s, doc);
+            cr_assert_null(end, "took %s", doc); /* (DEL is plain; the 0xff after it not) */
+            never_wrong(doc, strlen(doc));
+        }
+    }
+    /* a string that ends with the text: no closing quote */
+    for (int len = 0; len <= 100; len++) {
+        memset(s, 'x', (size_t)len);
+        sprintf(doc, "[\"%.*s", len, s);
+        cr_assert_null(skip(doc, strlen(doc), 0, 2048), "took %s", doc);
+        sprintf(doc, "[\"%.*s\\", len, s);
+        cr_assert_null(skip(doc, strlen(doc), 0, 2048), "took %s", doc);
+    }
+}
