@@ -131,13 +131,13 @@ size_t k8s_arena_used(const struct k8s_arena *a)
 
 static __thread struct k8s_arena *scope;
 
-static void *jansson_malloc(size_t n)
+void *k8s_scope_alloc(size_t n)
 {
     struct k8s_arena *a = scope;
     return a ? k8s_arena_alloc(a, n) : malloc(n);
 }
 
-static void jansson_free(void *p)
+void k8s_scope_free(void *p)
 {
     struct k8s_arena *a = scope;
     if (p && !(a && k8s_arena_owns(a, p)))
@@ -146,7 +146,7 @@ static void jansson_free(void *p)
 
 void k8s_arena_jansson_install(void)
 {
-    json_set_alloc_funcs(jansson_malloc, jansson_free);
+    json_set_alloc_funcs(k8s_scope_alloc, k8s_scope_free);
 }
 
 void k8s_arena_forget(json_t **v)

@@ -1,6 +1,7 @@
 /*
  * k8s_arena — a bump allocator for per-request memory (the nginx/h2o pool
- * idea), and the switch that routes jansson's allocations into it.
+ * idea), the switch that routes jansson's allocations into it, and the
+ * same routing for any per-request buffer (k8s_scope_alloc).
  *
  * jansson allocates several blocks per value (the value, its string copy,
  * hashtable buckets and pairs); for a 64 KiB pod glibc malloc/free were
@@ -45,6 +46,14 @@ void k8s_arena_reset(struct k8s_arena *a);
 size_t k8s_arena_used(const struct k8s_arena *a);
 
 void k8s_arena_jansson_install(void);
+
+/* Per-request memory for any code, not only jansson: in the calling
+ * thread's scope, n bytes of its arena (no malloc, no page faults once the
+ * arena has learnt the working size); outside any scope, malloc(n).
+ * k8s_scope_free releases either (a no-op for the scope's arena memory);
+ * it must run in the scope the memory was taken in. NULL on OOM. */
+void *k8s_scope_alloc(size_t n);
+void k8s_scope_free(void *p);
 
 /* Drop the reference *v (then NULL). When *v lives in the current scope's
  * arena, the tree is not walked: its memory returns at the next reset.

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
+
 /* ---------- maps ---------- */
 
 static int cmp_kv(const void *a, const void *b)
@@ -97,7 +99,7 @@ void wh_meta_done(struct wh_meta *m)
         return;
     map_done(&m->labels);
     map_done(&m->annotations);
-    free(m->pool);
+    k8s_scope_free(m->pool);
     *m = (struct wh_meta){0};
 }
 
@@ -232,7 +234,7 @@ int wh_meta_pull(struct k8s_jpull *p, void *arg)
     wh_meta_done(m); /* of duplicates the last counts; p NULL: forget */
     if (!p)
         return 0;
-    struct rd r = {.p = p, .pool = malloc(k8s_jpull_left(p) + 1)};
+    struct rd r = {.p = p, .pool = k8s_scope_alloc(k8s_jpull_left(p) + 1)};
     if (!(m->pool = r.pool))
         return k8s_jpull_fail(p, "out of memory");
     if ((m->shape = shape_at(p, K8S_J_OBJECT)) != WH_SHAPE_LIST)

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
+
 #include "k8s_jsonload.h"
 
 static const char *const list_names[WH_NLISTS] = {"containers", "initContainers"};
@@ -51,7 +53,7 @@ void wh_podspec_done(struct wh_podspec *s)
     for (int l = 0; l < WH_NLISTS; l++)
         list_done(s, (enum wh_podspec_list)l);
     free(s->volumes);
-    free(s->pool);
+    k8s_scope_free(s->pool);
     *s = (struct wh_podspec){0};
 }
 
@@ -246,7 +248,7 @@ int wh_podspec_pull(struct k8s_jpull *p, void *arg)
     wh_podspec_done(s); /* of duplicates the last counts; p NULL: forget */
     if (!p)
         return 0;
-    struct rd r = {.p = p, .pool = malloc(k8s_jpull_left(p) + 1)};
+    struct rd r = {.p = p, .pool = k8s_scope_alloc(k8s_jpull_left(p) + 1)};
     if (!(s->pool = r.pool))
         return k8s_jpull_fail(p, "out of memory");
     bool obj;

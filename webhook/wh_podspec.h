@@ -16,7 +16,9 @@
  * NULL) or, for a list, as WH_SHAPE_OTHER.
  *
  * Thread-safety: reentrant. Ownership: the struct owns its arrays and,
- * from wh_podspec_read, the decoded strings; from wh_podspec_from_json
+ * from wh_podspec_read and wh_podspec_pull, the decoded strings
+ * (k8s_scope_alloc: read inside a k8s_arena scope, they are the scope's
+ * and the struct must be released in it); from wh_podspec_from_json
  * the strings are borrowed from the tree. wh_podspec_done frees (safe on
  * a zeroed struct). Failure: -K8S_ENOMEM, or -K8S_EPARSE when the text is
  * not JSON; the struct is left empty (wh_podspec_pull: to be freed).

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
+
 #include "k8s_buf.h"
 #include "k8s_codec.h"
 #include "k8s_json.h"
@@ -221,7 +223,7 @@ static void describe(struct wh_review *rv, const char *const *s)
 
 int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct k8s_error *reterr)
 {
-    struct wh_review rv = {.pool = malloc(len + 1)};
+    struct wh_review rv = {.pool = k8s_scope_alloc(len + 1)};
     struct rd r = {.pool = rv.pool, .pod = &rv.pod};
     if (!rv.pool)
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
@@ -249,7 +251,7 @@ void wh_review_done(struct wh_review *rv)
     if (!rv)
         return;
     wh_pod_done(&rv->pod);
-    free(rv->pool);
+    k8s_scope_free(rv->pool);
     rv->pool = NULL;
 }
 

@@ -13,7 +13,9 @@
  * syntax, not range (k8s_jsonload).
  *
  * Thread-safety: reentrant. Ownership: struct wh_review owns its strings
- * and the pod read from the object until wh_review_done.
+ * and the pod read from the object until wh_review_done; decoded inside a
+ * k8s_arena scope (wh_admit's per-thread arena) their memory is the
+ * scope's (k8s_scope_alloc), so wh_review_done must run in that scope.
  */
 #ifndef WH_REVIEW_H
 #define WH_REVIEW_H

@@ -47,3 +47,26 @@ Test(k8s_arena, jansson_values_live_in_the_scope)
     json_decref(after);
     k8s_arena_free(a);
 }
+
+Test(k8s_arena, scope_memory_for_any_code)
+{
+    void *outside = k8s_scope_alloc(100); /* no scope: malloc'd */
+    cr_assert_not_null(outside);
+    struct k8s_arena *a = k8s_arena_new(4096);
+    k8s_arena_enter(a);
+    void *in = k8s_scope_alloc(65537); /* spills into a chunk of its own */
+    cr_assert_not_null(in);
+    cr_assert(k8s_arena_owns(a, in), "memory taken in scope is the arena's");
+    cr_assert_not(k8s_arena_owns(a, outside));
+    memset(in, 0xA5, 65537);
+    k8s_scope_free(in);      /* a no-op: it returns with the reset */
+    k8s_scope_free(outside); /* free()d, inside the scope */
+    k8s_scope_free(NULL);
+    k8s_arena_leave();
+    k8s_arena_reset(a);
+    cr_assert_eq(k8s_arena_used(a), 0);
+    k8s_arena_free(a);
+    void *after = k8s_scope_alloc(8);
+    cr_assert_not_null(after);
+    k8s_scope_free(after); /* no scope again: free() */
+}

@@ -48,8 +48,8 @@ static char *dump(const struct wh_meta *m)
     size_t n = 0;
     FILE *f = open_memstream(&out, &n);
     fprintf(f, "%d", m->shape);
-    const char *const v[] = {m->name,    m->generate_name, m->ns, m->created, m->owner_kind,
-                             m->owner_name};
+    const char *const v[] = {m->name,    m->generate_name, m->ns,
+                             m->created, m->owner_kind,    m->owner_name};
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
         put(f, v[i]);
     dump_map(f, &m->labels);
@@ -206,8 +206,9 @@ Test(wh_meta, escapes_are_decoded)
 
 Test(wh_meta, text_that_ends_early_is_refused)
 {
-    const char *cases[] = {"{\"labels\":{\"a\":\"1\"}", "{\"labels\":{\"a\":",
-                           "{\"ownerReferences\":[{\"kind\":\"A\"", "{\"name\":\"x"};
+    const char *cases[] = {"{\"labels\":{\"a\":\"1\"}",
+                           "{\"labels\":{\"a\":", "{\"ownerReferences\":[{\"kind\":\"A\"",
+                           "{\"name\":\"x"};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct wh_meta m;
         cr_expect_lt(pull_text(cases[i], &m), 0, "%s", cases[i]);
