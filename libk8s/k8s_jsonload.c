@@ -588,17 +588,15 @@ static inline const unsigned char *stop16(const unsigned char *p)
  * escapes, non-ASCII bytes, errors (the general reader, then a copy). */
 static __attribute__((noinline)) int string_to_slow(struct k8s_jpull *r, char *dst, size_t *n)
 {
-    skip_ws(r);
-    if (r->p >= r->end || *r->p != '"') {
-        json_t *none = NULL;
-        return value(r, NULL, false, &none) < 0 ? -1 : 0;
+    const char *s;
+    size_t len;
+    int is_string = k8s_jpull_string(r, &s, &len);
+    if (is_string > 0) {
+        memcpy(dst, s, len);
+        dst[len] = '\0';
+        *n = len;
     }
-    if (string_lit(r, true) < 0)
-        return -1;
-    memcpy(dst, r->s, r->n);
-    dst[r->n] = '\0';
-    *n = r->n;
-    return 1;
+    return is_string;
 }
 
 #ifdef __x86_64__

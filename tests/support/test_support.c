@@ -1,8 +1,10 @@
 #include "test_support.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,4 +81,35 @@ void ts_fake_stop(struct ts_fake *f)
     fclose(f->in); /* EOF: the fake stops */
     fclose(f->out);
     waitpid(f->pid, NULL, 0);
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+int ts_each_json(const char *dir_rel, const char *suffix,
+                 void (*fn)(json_t *doc, const char *name, void *arg), void *arg)
+{
+    char *dir = ts_fixture_path(dir_rel);
+    struct dirent **names;
+    int n = scandir(dir, &names, NULL, by_name), done = 0;
+    cr_assert_geq(n, 0, "cannot list fixtures %s", dir);
+    for (int i = 0; i < n; i++) {
+        const char *name = names[i]->d_name;
+        size_t l = strlen(name), sl = strlen(suffix);
+        if (l > sl && !strcmp(name + l - sl, suffix)) {
+            char *rel = NULL;
+            cr_assert(asprintf(&rel, "%s/%s", dir_rel, name) > 0);
+            json_t *doc = ts_load_json(rel);
+            fn(doc, name, arg);
+            json_decref(doc);
+            free(rel);
+            done++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    free(dir);
+    return done;
 }

@@ -18,6 +18,11 @@ char *ts_fixture_path(const char *rel);
 char *ts_read_fixture(const char *rel, size_t *ret_len);
 /* Parse a JSON fixture; new reference. */
 json_t *ts_load_json(const char *rel);
+/* For each file of the fixture folder dir_rel whose name ends in suffix,
+ * in name order: fn(its JSON document (borrowed for the call), its file
+ * name, arg). Returns how many files it read. */
+int ts_each_json(const char *dir_rel, const char *suffix,
+                 void (*fn)(json_t *doc, const char *name, void *arg), void *arg);
 
 /* The fake API server (tests/fakes/serve.py) as a subprocess: start waits
  * for its port; a command waits for its "ok"; stop closes its stdin (it

@@ -3,7 +3,6 @@
  * shapes jansson reads in its own way (duplicate keys, escapes, members of
  * the wrong type) — and refuses text that ends early. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,30 +75,19 @@ static void check_text(const char *text, const char *what)
     json_decref(spec);
 }
 
+static void check_review(json_t *doc, const char *name, void *n)
+{
+    json_t *v = json_object_get(json_object_get(json_object_get(doc, "request"), "object"), "spec");
+    char *text = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    if (text)
+        check_text(text, name), ++*(int *)n;
+    free(text);
+}
+
 Test(wh_podspec, every_golden_review_reads_as_its_tree)
 {
-    DIR *d = opendir(MLD_FIXTURES "/" DIR_REL);
-    cr_assert_not_null(d);
     int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        size_t l = strlen(e->d_name);
-        if (l <= strlen(SUFFIX) || strcmp(e->d_name + l - strlen(SUFFIX), SUFFIX))
-            continue;
-        char path[512];
-        snprintf(path, sizeof(path), DIR_REL "/%s", e->d_name);
-        size_t len;
-        char *body = ts_read_fixture(path, &len);
-        json_t *doc = json_loadb(body, len, 0, NULL);
-        json_t *spec =
-            json_object_get(json_object_get(json_object_get(doc, "request"), "object"), "spec");
-        char *text = spec ? json_dumps(spec, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-        if (text)
-            check_text(text, e->d_name), n++;
-        free(text);
-        json_decref(doc);
-        free(body);
-    }
-    closedir(d);
+    cr_assert_geq(ts_each_json(DIR_REL, SUFFIX, check_review, &n), 100);
     cr_assert_geq(n, 100, "only %d specs read", n);
 }
 
