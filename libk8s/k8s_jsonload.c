@@ -36,8 +36,6 @@ struct k8s_jpull {
     struct k8s_buf text; /* decoded string (with escapes) or number text */
     const char *s;       /* the last kept string: a view of the input, or text */
     size_t n;
-    void *pull_arg; /* for the filter's pull readers */
-    bool pulls;     /* the filter has pull readers */
 };
 
 static int fail(struct k8s_jpull *r, const char *what)
@@ -297,30 +295,6 @@ static const struct k8s_json_filter *match(const struct k8s_json_filter *f, cons
     return NULL;
 }
 
-/* A member whose filter entry has a reader of its own: it walks the value
- * with the k8s_jpull calls, which validate as they go. */
-static int pull_value(struct k8s_jpull *r, const struct k8s_json_filter *e)
-{
-    skip_ws(r);
-    int depth = r->depth;
-    if (e->pull(r, r->pull_arg) < 0)
-        return r->err ? -1 : fail(r, "out of memory");
-    if (r->depth != depth) /* the reader left a container open */
-        return fail(r, "value not read to its end");
-    return 0;
-}
-
-/* A member kept with filter f begins: the pull readers under f forget what
- * an earlier duplicate of it gave them (the last occurrence counts). */
-static void pulls_reset(struct k8s_jpull *r, const struct k8s_json_filter *f)
-{
-    for (; f && f->key; f++) {
-        if (f->pull)
-            (void)f->pull(NULL, r->pull_arg);
-        pulls_reset(r, f->keep);
-    }
-}
-
 /* One "key": value member of an object being built (obj NULL: skipping). */
 static int member(struct k8s_jpull *r, const struct k8s_json_filter *f, json_t *obj)
 {
@@ -337,15 +311,11 @@ static int member(struct k8s_jpull *r, const struct k8s_json_filter *f, json_t *
     if (keep && key == r->text.data && !(key = owned = strndup(key, klen)))
         return fail(r, "out of memory");
     if (keep && f)
-        keep = (e = match(f, key, klen)) != NULL && !e->pull;
+        keep = (e = match(f, key, klen)) != NULL;
     skip_ws(r);
     json_t *v = NULL;
     int rc = r->p < r->end && *r->p == ':' ? 0 : fail(r, "':' expected");
-    if (rc == 0 && e && e->keep && r->pulls) /* a new value: its subtree's readers forget */
-        pulls_reset(r, e->keep);
-    if (rc == 0 && e && e->pull)
-        r->p++, rc = pull_value(r, e);
-    else if (rc == 0)
+    if (rc == 0)
         r->p++, rc = value(r, e ? e->keep : NULL, keep, &v);
     if (rc == 0 && v && json_object_setn_new_nocheck(obj, key, klen, v) < 0)
         rc = fail(r, "out of memory");
@@ -437,14 +407,6 @@ static int report(struct k8s_jpull *r, struct k8s_error *reterr)
                          line, col);
 }
 
-static bool has_pulls(const struct k8s_json_filter *f)
-{
-    for (; f && f->key; f++)
-        if (f->pull || has_pulls(f->keep))
-            return true;
-    return false;
-}
-
 static void reader_init(struct k8s_jpull *r, const char *buf, size_t len)
 {
     *r = (struct k8s_jpull){.start = (const unsigned char *)buf,
@@ -453,13 +415,11 @@ static void reader_init(struct k8s_jpull *r, const char *buf, size_t len)
     k8s_buf_init(&r->text, len + 1);
 }
 
-int k8s_json_load_pull(const char *buf, size_t len, const struct k8s_json_filter *filter,
-                       void *pull_arg, json_t **ret, struct k8s_error *reterr)
+int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
+                           json_t **ret, struct k8s_error *reterr)
 {
     struct k8s_jpull r;
     reader_init(&r, buf, len);
-    r.pull_arg = pull_arg;
-    r.pulls = has_pulls(filter);
     json_t *doc = NULL;
     skip_ws(&r);
     int rc = r.p < r.end && (*r.p == '{' || *r.p == '[') ? value(&r, filter, true, &doc)
@@ -474,12 +434,6 @@ int k8s_json_load_pull(const char *buf, size_t len, const struct k8s_json_filter
     }
     *ret = doc;
     return 0;
-}
-
-int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
-                           json_t **ret, struct k8s_error *reterr)
-{
-    return k8s_json_load_pull(buf, len, filter, NULL, ret, reterr);
 }
 
 /* ---------- readers of their own ---------- */

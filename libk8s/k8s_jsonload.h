@@ -17,16 +17,11 @@
  * filter for the value: for an object, its members; for an array, each
  * element's members. Scalars named by a filter are always kept.
  *
- * Readers of their own: an entry with pull set keeps no value; the loader
- * calls pull(p, pull_arg) with p at the member's value, and pull walks it
- * with the k8s_jpull calls below, which validate every byte they pass as
- * the loader does, so the document is still read once. pull must read the
- * value to its end (the loader checks) and returns 0, or -1 after a
- * k8s_jpull call failed or k8s_jpull_fail. Of duplicate members the last
- * counts, as for kept ones: whenever a member whose entry has a filter
- * begins, pull(NULL, pull_arg) is called for every pull entry under that
- * filter to forget what an earlier one gave (the caller zeroes what the
- * readers fill before the load). Name pull members through objects only.
+ * Readers of their own: k8s_json_pull_text hands the whole document to a
+ * pull function, which walks it with the k8s_jpull calls below; they
+ * validate every byte they pass as the loader does, and build no value.
+ * The function must read the value to its end (the loader checks) and
+ * returns 0, or -1 after a k8s_jpull call failed or k8s_jpull_fail.
  *
  * Semantics that differ from jansson only for skipped members: their
  * numbers are checked for syntax, not range.
@@ -37,7 +32,9 @@
 #define K8S_JSONLOAD_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "k8s_err.h"
 
@@ -49,7 +46,6 @@ typedef int k8s_json_pull_fn(struct k8s_jpull *p, void *arg);
 struct k8s_json_filter {
     const char *key;
     const struct k8s_json_filter *keep;
-    k8s_json_pull_fn *pull; /* not NULL: the member is read by pull, not kept */
 };
 
 /* Parse buf[0..len) as one JSON document. On failure returns -K8S_EPARSE
@@ -57,10 +53,6 @@ struct k8s_json_filter {
  * *ret is untouched. */
 int k8s_json_load_filtered(const char *buf, size_t len, const struct k8s_json_filter *filter,
                            json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
-
-/* The same, with pull_arg for the filter's pull readers. */
-int k8s_json_load_pull(const char *buf, size_t len, const struct k8s_json_filter *filter,
-                       void *pull_arg, json_t **ret, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 /* A whole document read by fn alone (validated as above; fn must read the
  * one value to its end). Errors as k8s_json_load_filtered's. */
@@ -84,6 +76,44 @@ int k8s_jpull_string(struct k8s_jpull *p, const char **s, size_t *n) K8S_MUST_CH
  * length). dst must have room for k8s_jpull_left(p) + 1 bytes as it is
  * before the call: bytes past the NUL, up to that bound, may be written. */
 int k8s_jpull_string_to(struct k8s_jpull *p, char *dst, size_t *n) K8S_MUST_CHECK;
+/* Strings a pull reader keeps: one buffer made with room for
+ * k8s_jpull_left(p) + 1 bytes when the reader starts. What a text decodes
+ * to never takes more room than the text, so whatever is kept while
+ * reading it fits. */
+struct k8s_jpool {
+    char *base;
+    size_t used;
+};
+/* The string at the cursor, kept in pool: 1 with *out NUL-terminated (and
+ * *n its length when n is not NULL); 0 when the value is of another type
+ * (skipped; *out NULL, *n 0); -1 as for the others. */
+K8S_MUST_CHECK static inline int k8s_jpull_keep(struct k8s_jpull *p, struct k8s_jpool *pool,
+                                                const char **out, size_t *n)
+{
+    size_t len = 0;
+    char *o = pool->base + pool->used;
+    int is_string = k8s_jpull_string_to(p, o, &len);
+    *out = is_string > 0 ? o : NULL;
+    pool->used += is_string > 0 ? len + 1 : 0;
+    if (n)
+        *n = is_string > 0 ? len : 0;
+    return is_string;
+}
+/* n bytes of text already read (a key's view) kept in pool: the copy,
+ * NUL-terminated. */
+static inline const char *k8s_jpool_put(struct k8s_jpool *pool, const char *s, size_t n)
+{
+    char *o = pool->base + pool->used;
+    memcpy(o, s, n);
+    o[n] = '\0';
+    pool->used += n + 1;
+    return o;
+}
+/* Is the key k[0..n) (a k8s_jpull_member view) name? */
+static inline bool k8s_jkey_is(const char *k, size_t n, const char *name)
+{
+    return strlen(name) == n && !memcmp(k, name, n);
+}
 /* Walk the object at the cursor: *state = 0 first; 1 with the next key,
  * the cursor at its value (read it before the next call); 0 after '}'. */
 int k8s_jpull_member(struct k8s_jpull *p, int *state, const char **key,

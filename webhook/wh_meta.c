@@ -107,36 +107,13 @@ void wh_meta_done(struct wh_meta *m)
 
 struct rd {
     struct k8s_jpull *p;
-    char *pool; /* decoded strings, NUL-terminated; never more than the text */
-    size_t used;
+    struct k8s_jpool pool; /* the decoded strings (m->pool) */
 };
 
-static const char *keep(struct rd *r, const char *s, size_t n)
-{
-    char *o = r->pool + r->used;
-    memcpy(o, s, n);
-    o[n] = '\0';
-    r->used += n + 1;
-    return o;
-}
-
-/* A string value into the pool, or NULL (any other value is skipped). */
+/* A string value kept, or NULL (any other value is skipped). */
 static int string(struct rd *r, const char **out)
 {
-    size_t n;
-    char *o = r->pool + r->used; /* room: used never passes the bytes read */
-    *out = NULL;
-    int is_string = k8s_jpull_string_to(r->p, o, &n);
-    if (is_string > 0) {
-        r->used += n + 1;
-        *out = o;
-    }
-    return is_string < 0 ? -1 : 0;
-}
-
-static bool is(const char *k, size_t n, const char *name)
-{
-    return strlen(name) == n && !memcmp(k, name, n);
+    return k8s_jpull_keep(r->p, &r->pool, out, NULL);
 }
 
 static enum wh_shape shape_at(struct k8s_jpull *p, enum k8s_jtype want)
@@ -161,7 +138,7 @@ static int map_pull(struct rd *r, struct wh_map *m)
             m->kv = kv;
         }
         struct wh_kv *e = &m->kv[m->n++];
-        e->key = keep(r, k, kn); /* the key's view ends with the next call */
+        e->key = k8s_jpool_put(&r->pool, k, kn); /* the key's view ends with the next call */
         e->klen = kn;
         if (string(r, &e->val) < 0)
             return -1;
@@ -179,10 +156,10 @@ static int owner_pull(struct rd *r, struct wh_meta *m)
     int controller = 0, st = 0, rc;
     size_t kn;
     while ((rc = k8s_jpull_member(r->p, &st, &k, &kn)) > 0) {
-        int v = is(k, kn, "kind")         ? string(r, &kind)
-                : is(k, kn, "name")       ? string(r, &name)
-                : is(k, kn, "controller") ? (controller = k8s_jpull_true(r->p))
-                                          : k8s_jpull_skip(r->p);
+        int v = k8s_jkey_is(k, kn, "kind")         ? string(r, &kind)
+                : k8s_jkey_is(k, kn, "name")       ? string(r, &name)
+                : k8s_jkey_is(k, kn, "controller") ? (controller = k8s_jpull_true(r->p))
+                                                   : k8s_jpull_skip(r->p);
         if (v < 0)
             return -1;
     }
@@ -217,13 +194,13 @@ static int meta_member(struct rd *r, struct wh_meta *m, const char *k, size_t n)
         {"creationTimestamp", offsetof(struct wh_meta, created)},
     };
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
-        if (is(k, n, strings[i].key))
+        if (k8s_jkey_is(k, n, strings[i].key))
             return string(r, (const char **)((char *)m + strings[i].at));
-    if (is(k, n, "labels"))
+    if (k8s_jkey_is(k, n, "labels"))
         return map_pull(r, &m->labels);
-    if (is(k, n, "annotations"))
+    if (k8s_jkey_is(k, n, "annotations"))
         return map_pull(r, &m->annotations);
-    if (is(k, n, "ownerReferences"))
+    if (k8s_jkey_is(k, n, "ownerReferences"))
         return owners_pull(r, m);
     return k8s_jpull_skip(r->p);
 }
@@ -231,11 +208,9 @@ static int meta_member(struct rd *r, struct wh_meta *m, const char *k, size_t n)
 int wh_meta_pull(struct k8s_jpull *p, void *arg)
 {
     struct wh_meta *m = arg;
-    wh_meta_done(m); /* of duplicates the last counts; p NULL: forget */
-    if (!p)
-        return 0;
-    struct rd r = {.p = p, .pool = k8s_scope_alloc(k8s_jpull_left(p) + 1)};
-    if (!(m->pool = r.pool))
+    wh_meta_done(m); /* of duplicate members the last counts */
+    struct rd r = {.p = p, .pool = {k8s_scope_alloc(k8s_jpull_left(p) + 1)}};
+    if (!(m->pool = r.pool.base))
         return k8s_jpull_fail(p, "out of memory");
     if ((m->shape = shape_at(p, K8S_J_OBJECT)) != WH_SHAPE_LIST)
         return k8s_jpull_skip(p);

@@ -90,9 +90,9 @@ static inline const char *wh_meta_annotation(const struct wh_meta *m, const char
     return m ? wh_map_get(&m->annotations, key) : NULL;
 }
 
-/* The pull reader (k8s_json_pull_fn) for a metadata member; arg is the
- * struct wh_meta, zeroed before the load; p NULL: forget what an earlier
- * occurrence gave. */
+/* The pull reader (k8s_json_pull_fn) for a metadata member, p at its
+ * value; arg is the struct wh_meta, zeroed before the first call (a later
+ * call, for a duplicate member, replaces what it holds). */
 int wh_meta_pull(struct k8s_jpull *p, void *arg);
 /* Read a metadata tree (NULL: absent). */
 int wh_meta_from_json(const json_t *meta, struct wh_meta *ret) K8S_MUST_CHECK;

@@ -61,31 +61,13 @@ void wh_podspec_done(struct wh_podspec *s)
 
 struct rd {
     struct k8s_jpull *p;
-    char *pool; /* the decoded strings, NUL-terminated; never more than the text */
-    size_t used;
+    struct k8s_jpool pool; /* the decoded strings (s->pool) */
 };
 
-/* A string value into the pool, or NULL (any other value is skipped). */
+/* A string value kept, or NULL (any other value is skipped). */
 static int string(struct rd *r, const char **out, size_t *len)
 {
-    size_t n = 0;
-    *out = NULL;
-    if (len)
-        *len = 0;
-    char *o = r->pool + r->used; /* room: used never passes the bytes read */
-    int is_string = k8s_jpull_string_to(r->p, o, &n);
-    if (is_string <= 0)
-        return is_string;
-    r->used += n + 1;
-    *out = o;
-    if (len)
-        *len = n;
-    return 0;
-}
-
-static bool is(const char *k, size_t n, const char *name)
-{
-    return strlen(name) == n && !memcmp(k, name, n);
+    return k8s_jpull_keep(r->p, &r->pool, out, len);
 }
 
 typedef int member_fn(struct rd *r, const char *k, size_t n, void *arg);
@@ -135,11 +117,11 @@ static int more(struct rd *r, void *arr, size_t n, size_t size)
 static int envvar_member(struct rd *r, const char *k, size_t n, void *arg)
 {
     struct wh_envvar *e = arg;
-    if (is(k, n, "name"))
+    if (k8s_jkey_is(k, n, "name"))
         return string(r, &e->name, &e->len);
-    if (is(k, n, "value"))
+    if (k8s_jkey_is(k, n, "value"))
         return string(r, &e->value, &e->vlen);
-    e->value_from |= is(k, n, "valueFrom");
+    e->value_from |= k8s_jkey_is(k, n, "valueFrom");
     return k8s_jpull_skip(r->p);
 }
 
@@ -157,9 +139,9 @@ static int envvar(struct rd *r, void *arg)
 static int mount_member(struct rd *r, const char *k, size_t n, void *arg)
 {
     struct wh_mount *m = arg;
-    if (is(k, n, "name"))
+    if (k8s_jkey_is(k, n, "name"))
         return string(r, &m->name, NULL);
-    if (is(k, n, "mountPath"))
+    if (k8s_jkey_is(k, n, "mountPath"))
         return string(r, &m->mount_path, NULL);
     return k8s_jpull_skip(r->p);
 }
@@ -178,15 +160,15 @@ static int mount(struct rd *r, void *arg)
 static int container_member(struct rd *r, const char *k, size_t n, void *arg)
 {
     struct wh_container *c = arg;
-    if (is(k, n, "name"))
+    if (k8s_jkey_is(k, n, "name"))
         return string(r, &c->name, NULL);
-    if (is(k, n, "restartPolicy"))
+    if (k8s_jkey_is(k, n, "restartPolicy"))
         return string(r, &c->restart_policy, NULL);
-    if (is(k, n, "env")) {
+    if (k8s_jkey_is(k, n, "env")) {
         c->n_env = 0; /* of duplicates the last counts */
         return list(r, envvar, c, &c->env_shape);
     }
-    if (is(k, n, "volumeMounts")) {
+    if (k8s_jkey_is(k, n, "volumeMounts")) {
         c->n_mounts = 0;
         return list(r, mount, c, &c->mounts_shape);
     }
@@ -211,7 +193,7 @@ static int container(struct rd *r, void *arg)
 
 static int volume_member(struct rd *r, const char *k, size_t n, void *arg)
 {
-    return is(k, n, "name") ? string(r, arg, NULL) : k8s_jpull_skip(r->p);
+    return k8s_jkey_is(k, n, "name") ? string(r, arg, NULL) : k8s_jpull_skip(r->p);
 }
 
 static int volume(struct rd *r, void *arg)
@@ -229,13 +211,13 @@ static int spec_member(struct rd *r, const char *k, size_t n, void *arg)
 {
     struct wh_podspec *s = arg;
     for (int l = 0; l < WH_NLISTS; l++) {
-        if (!is(k, n, list_names[l]))
+        if (!k8s_jkey_is(k, n, list_names[l]))
             continue;
         list_done(s, (enum wh_podspec_list)l);
         struct list_arg a = {s, (enum wh_podspec_list)l};
         return list(r, container, &a, &s->list[l].shape);
     }
-    if (is(k, n, "volumes")) {
+    if (k8s_jkey_is(k, n, "volumes")) {
         s->n_volumes = 0;
         return list(r, volume, s, &s->volumes_shape);
     }
@@ -245,11 +227,9 @@ static int spec_member(struct rd *r, const char *k, size_t n, void *arg)
 int wh_podspec_pull(struct k8s_jpull *p, void *arg)
 {
     struct wh_podspec *s = arg;
-    wh_podspec_done(s); /* of duplicates the last counts; p NULL: forget */
-    if (!p)
-        return 0;
-    struct rd r = {.p = p, .pool = k8s_scope_alloc(k8s_jpull_left(p) + 1)};
-    if (!(s->pool = r.pool))
+    wh_podspec_done(s); /* of duplicate members the last counts */
+    struct rd r = {.p = p, .pool = {k8s_scope_alloc(k8s_jpull_left(p) + 1)}};
+    if (!(s->pool = r.pool.base))
         return k8s_jpull_fail(p, "out of memory");
     bool obj;
     enum k8s_jtype t = k8s_jpull_peek(p);

@@ -6,8 +6,8 @@
  *
  * Two readers fill the same struct, so the mutation has one input:
  *   - wh_podspec_pull: a k8s_jsonload pull reader, so the spec is read
- *     while the review is validated, in the same pass (wh_review names it
- *     in its filter); no DOM, no hash table. wh_podspec_read does the
+ *     while the review is validated, in the same pass (wh_review calls it
+ *     as it reads the object); no DOM, no hash table. wh_podspec_read does the
  *     same for a spec's text alone.
  *   - wh_podspec_from_json: from a jansson tree (the offline `inject`
  *     command, tests).
@@ -89,8 +89,9 @@ struct wh_podspec {
 /* The member name of a container list ("containers", "initContainers"). */
 const char *wh_podspec_list_name(enum wh_podspec_list l);
 
-/* The pull reader (k8s_json_pull_fn) for a spec member; arg is the
- * struct wh_podspec, zeroed before the load. */
+/* The pull reader (k8s_json_pull_fn) for a spec member, p at its value;
+ * arg is the struct wh_podspec, zeroed before the first call (a later
+ * call, for a duplicate member, replaces what it holds). */
 int wh_podspec_pull(struct k8s_jpull *p, void *arg);
 /* Read spec text (not NUL-terminated; NULL: the spec is absent). */
 int wh_podspec_read(const char *text, size_t len, struct wh_podspec *ret) K8S_MUST_CHECK;

@@ -60,17 +60,11 @@ static const struct field f_review[] = {{"apiVersion", X_STRING, S_API},
 
 struct rd {
     struct k8s_jpull *p;
-    char *pool; /* the strings of the slots; never more than the text */
-    size_t used;
-    const char *s[S_N]; /* NULL unless the member is a string */
+    struct k8s_jpool pool; /* the strings of the slots (rv->pool) */
+    const char *s[S_N];    /* NULL unless the member is a string */
     bool is_object, has_request, dry_run;
     struct wh_pod *pod;
 };
-
-static bool is(const char *k, size_t n, const char *name)
-{
-    return strlen(name) == n && !memcmp(k, name, n);
-}
 
 /* Forget what an earlier occurrence of the members of f gave: of
  * duplicate members the last counts. */
@@ -90,15 +84,7 @@ static void forget(struct rd *r, const struct field *f)
 
 static int string(struct rd *r, enum slot slot)
 {
-    size_t n;
-    char *o = r->pool + r->used; /* room: used never passes the bytes read */
-    r->s[slot] = NULL;
-    int is_string = k8s_jpull_string_to(r->p, o, &n);
-    if (is_string > 0) {
-        r->used += n + 1;
-        r->s[slot] = o;
-    }
-    return is_string < 0 ? -1 : 0;
+    return k8s_jpull_keep(r->p, &r->pool, &r->s[slot], NULL) < 0 ? -1 : 0;
 }
 
 static int walk(struct rd *r, const struct field *f);
@@ -117,9 +103,9 @@ static int pod(struct rd *r)
     const char *k;
     size_t n;
     while ((rc = k8s_jpull_member(r->p, &st, &k, &n)) > 0) {
-        int v = is(k, n, "metadata") ? wh_meta_pull(r->p, &r->pod->meta)
-                : is(k, n, "spec")   ? wh_podspec_pull(r->p, &r->pod->spec)
-                                     : k8s_jpull_skip(r->p);
+        int v = k8s_jkey_is(k, n, "metadata") ? wh_meta_pull(r->p, &r->pod->meta)
+                : k8s_jkey_is(k, n, "spec")   ? wh_podspec_pull(r->p, &r->pod->spec)
+                                              : k8s_jpull_skip(r->p);
         if (v < 0)
             return -1;
     }
@@ -159,7 +145,7 @@ static int walk(struct rd *r, const struct field *f)
     size_t n;
     while ((rc = k8s_jpull_member(r->p, &st, &k, &n)) > 0) {
         const struct field *e = f;
-        while (e->key && !is(k, n, e->key))
+        while (e->key && !k8s_jkey_is(k, n, e->key))
             e++;
         if ((e->key ? member(r, e) : k8s_jpull_skip(r->p)) < 0)
             return -1;
@@ -224,7 +210,7 @@ static void describe(struct wh_review *rv, const char *const *s)
 int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct k8s_error *reterr)
 {
     struct wh_review rv = {.pool = k8s_scope_alloc(len + 1)};
-    struct rd r = {.pool = rv.pool, .pod = &rv.pod};
+    struct rd r = {.pool = {rv.pool}, .pod = &rv.pod};
     if (!rv.pool)
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     int rc = k8s_json_pull_text(body, len, review_pull, &r, reterr);
