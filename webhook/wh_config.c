@@ -8,6 +8,7 @@
 #include "k8s_cpu.h"
 #include "k8s_flags.h"
 #include "k8s_time.h"
+#include "wh_env.h"
 
 static const char *env_or(const char *name, const char *dflt)
 {
@@ -118,6 +119,9 @@ int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr)
                              "--otel-collector-name and --otel-collector-namespace must be set");
     if (!*cfg->cluster_domain)
         return k8s_error_set(reterr, -K8S_EINVAL, "KUBERNETES_CLUSTER_DOMAIN is empty");
+    wh_envbase_free(cfg->env_base);
+    if (!(cfg->env_base = wh_envbase_new(cfg)))
+        return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     return 0;
 }
 
@@ -127,6 +131,8 @@ void wh_config_done(struct wh_config *cfg)
         return;
     free(cfg->skip_store);
     free(cfg->cluster_found);
+    wh_envbase_free(cfg->env_base);
+    cfg->env_base = NULL;
     cfg->skip_store = NULL;
     cfg->cluster_found = NULL;
     cfg->n_skip = 0;

@@ -23,6 +23,8 @@
  * more threads than a small one. --threads overrides. */
 #define WH_THREADS_MAX_DEFAULT 8
 
+struct wh_envbase;
+
 struct wh_config {
     /* server */
     int64_t port;
@@ -46,6 +48,7 @@ struct wh_config {
     char *skip_store;
     const char *skip[WH_MAX_SKIP];
     size_t n_skip;
+    struct wh_envbase *env_base; /* the injected variables these settings alone fix (wh_env) */
     /* API access */
     bool standalone;
     const char *kubeconfig;
@@ -62,8 +65,9 @@ void wh_config_init(struct wh_config *cfg);
 int wh_config_parse_flags(struct wh_config *cfg, int argc, char **argv, int *argi,
                           struct k8s_error *reterr) K8S_MUST_CHECK;
 
-/* Split the skip list and check cross-field rules. -K8S_EINVAL naming the
- * flag on failure. */
+/* Split the skip list, check cross-field rules and write the variables
+ * the settings alone fix (env_base). -K8S_EINVAL naming the flag, or
+ * -K8S_ENOMEM, on failure. */
 int wh_config_finish(struct wh_config *cfg, struct k8s_error *reterr) K8S_MUST_CHECK;
 
 /* The flags, each with its default, on stdout. */

@@ -1,5 +1,6 @@
 #include "wh_env.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,6 @@
 #include "wh_warn.h"
 
 #define ATTRS_VAR   "OTEL_RESOURCE_ATTRIBUTES"
-#define WH_REFS_MAX 8
 #define OTLP_PREFIX "OTEL_EXPORTER_OTLP_"
 
 bool wh_env_references(const char *value, const char *name)
@@ -85,27 +85,30 @@ static int service_name(const struct build *b, struct k8s_buf *out)
 static int attributes(const struct build *b, struct k8s_buf *out);
 
 /* One row per injected variable (DESIGN §3.5), in dependency order. */
+#define ROW(name, ...) {name, sizeof(name) - 1, __VA_ARGS__}
 static const struct row {
     const char *name;
+    size_t name_len;
     int (*value)(const struct build *b, struct k8s_buf *out); /* NULL: a fieldRef */
     const char *field_path;                                   /* downward-API fieldRef */
     unsigned signal;                                          /* the OTLP signal it configures */
+    bool per_pod; /* its value varies with the pod; the others are the settings' (the base) */
 } rows[] = {
-    [WH_ENV_IDENTIFIER] = {"GKE_DIAGON_IDENTIFIER", identifier_value},
-    [WH_ENV_METADATA] = {"GKE_DIAGON_METADATA", metadata_value},
-    [WH_ENV_POD_NAME] = {"OTEL_RESOURCE_ATTRIBUTES_POD_NAME", NULL, "metadata.name"},
-    [WH_ENV_POD_UID] = {"OTEL_RESOURCE_ATTRIBUTES_POD_UID", NULL, "metadata.uid"},
-    [WH_ENV_NODE_NAME] = {"OTEL_RESOURCE_ATTRIBUTES_NODE_NAME", NULL, "spec.nodeName"},
-    [WH_ENV_COLLECTOR_NAME] = {"OTEL_COLLECTOR_NAME", collector_name},
-    [WH_ENV_COLLECTOR_NAMESPACE] = {"OTEL_COLLECTOR_NAMESPACE", collector_namespace},
-    [WH_ENV_METRICS_ENDPOINT] = {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL,
-                                 SIG_METRICS},
-    [WH_ENV_TRACES_ENDPOINT] = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL, SIG_TRACES},
-    [WH_ENV_METRICS_INSECURE] = {"OTEL_EXPORTER_OTLP_METRICS_INSECURE", insecure, NULL,
-                                 SIG_METRICS},
-    [WH_ENV_TRACES_INSECURE] = {"OTEL_EXPORTER_OTLP_TRACES_INSECURE", insecure, NULL, SIG_TRACES},
-    [WH_ENV_SERVICE_NAME] = {"OTEL_SERVICE_NAME", service_name},
-    [WH_ENV_RESOURCE_ATTRIBUTES] = {ATTRS_VAR, attributes},
+    [WH_ENV_IDENTIFIER] = ROW("GKE_DIAGON_IDENTIFIER", identifier_value, .per_pod = true),
+    [WH_ENV_METADATA] = ROW("GKE_DIAGON_METADATA", metadata_value, .per_pod = true),
+    [WH_ENV_POD_NAME] = ROW("OTEL_RESOURCE_ATTRIBUTES_POD_NAME", NULL, "metadata.name"),
+    [WH_ENV_POD_UID] = ROW("OTEL_RESOURCE_ATTRIBUTES_POD_UID", NULL, "metadata.uid"),
+    [WH_ENV_NODE_NAME] = ROW("OTEL_RESOURCE_ATTRIBUTES_NODE_NAME", NULL, "spec.nodeName"),
+    [WH_ENV_COLLECTOR_NAME] = ROW("OTEL_COLLECTOR_NAME", collector_name),
+    [WH_ENV_COLLECTOR_NAMESPACE] = ROW("OTEL_COLLECTOR_NAMESPACE", collector_namespace),
+    [WH_ENV_METRICS_ENDPOINT] = ROW("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL,
+                                 SIG_METRICS),
+    [WH_ENV_TRACES_ENDPOINT] = ROW("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL, SIG_TRACES),
+    [WH_ENV_METRICS_INSECURE] = ROW("OTEL_EXPORTER_OTLP_METRICS_INSECURE", insecure, NULL,
+                                 SIG_METRICS),
+    [WH_ENV_TRACES_INSECURE] = ROW("OTEL_EXPORTER_OTLP_TRACES_INSECURE", insecure, NULL, SIG_TRACES),
+    [WH_ENV_SERVICE_NAME] = ROW("OTEL_SERVICE_NAME", service_name, .per_pod = true),
+    [WH_ENV_RESOURCE_ATTRIBUTES] = ROW(ATTRS_VAR, attributes, .per_pod = true),
 };
 
 _Static_assert(sizeof(rows) / sizeof(rows[0]) == WH_ENV_COUNT, "one row per enum wh_env_id");
@@ -187,63 +190,228 @@ static int append_var(const struct wh_env_var *v, struct k8s_buf *b)
     return v->entry ? k8s_buf_append(b, v->entry, v->entry_len) : write_var(v, b);
 }
 
-/* The values of the rows, each NUL-terminated, into values; where each
- * begins in at[] (the buffer may move until it is complete). */
+/* ---------- references ---------- */
+
+/* Record the $(NAME) references of v's value (honouring $$). */
+static void parse_refs(struct wh_env_var *v)
+{
+    v->n_refs = 0;
+    const char *q = v->value ? strchr(v->value, '$') : NULL;
+    for (; q && v->n_refs < WH_ENV_REFS_MAX; q = strchr(q + 1, '$')) {
+        if (q[1] == '$') {
+            q++;
+            continue;
+        }
+        const char *close = q[1] == '(' ? strchr(q + 2, ')') : NULL;
+        if (!close)
+            continue;
+        v->ref[v->n_refs] = q + 2;
+        v->ref_len[v->n_refs++] = (size_t)(close - q - 2);
+        q = close;
+    }
+}
+
+/* Which of our variables v references, by id. */
+static unsigned ours_needed(const struct wh_env_var *v)
+{
+    unsigned needs = 0;
+    for (size_t k = 0; k < v->n_refs; k++)
+        for (int j = 0; j < WH_ENV_COUNT; j++)
+            if (v->ref_len[k] == rows[j].name_len && !memcmp(v->ref[k], rows[j].name, v->ref_len[k]))
+                needs |= 1u << j;
+    return needs;
+}
+
+/* ---------- the base: the rows the settings alone fix ---------- */
+
+struct wh_envbase {
+    /* the settings it was written for (borrowed pointers, compared) */
+    const char *collector_name, *collector_namespace, *cluster_domain;
+    struct wh_env_var v[WH_ENV_COUNT]; /* by id; only the rows that are not per_pod */
+    char *values, *entries;
+};
+
+void wh_envbase_free(struct wh_envbase *base)
+{
+    if (!base)
+        return;
+    free(base->values);
+    free(base->entries);
+    free(base);
+}
+
+/* The row's value, NUL-terminated, at the end of values (NULL b: the
+ * settings' rows only, which read nothing else). */
+static int write_value(const struct row *row, const struct build *b, struct k8s_buf *values)
+{
+    int r = row->value ? row->value(b, values) : 0;
+    return r ? r : k8s_buf_append(values, "", 1);
+}
+
+/* Where each offset recorded during writing points once the buffers are
+ * complete (they may move until then). */
+static void fix_var(struct wh_env_var *v, const char *values, size_t value_at, const char *entries,
+                    size_t entry_at)
+{
+    if (rows[v->id].value)
+        v->value = values + value_at;
+    v->entry = entries + entry_at;
+    parse_refs(v);
+    v->needs = ours_needed(v);
+}
+
+struct wh_envbase *wh_envbase_new(const struct wh_config *cfg)
+{
+    struct wh_envbase *base = calloc(1, sizeof(*base));
+    if (!base)
+        return NULL;
+    *base = (struct wh_envbase){.collector_name = cfg->otel_collector_name,
+                                .collector_namespace = cfg->otel_collector_namespace,
+                                .cluster_domain = cfg->cluster_domain};
+    struct build b = {.cfg = cfg};
+    struct k8s_buf values, entries;
+    k8s_buf_init(&values, 1 << 24);
+    k8s_buf_init(&entries, 1 << 24);
+    size_t vat[WH_ENV_COUNT], eat[WH_ENV_COUNT];
+    int r = 0;
+    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++) {
+        if (rows[j].per_pod)
+            continue;
+        base->v[j] = (struct wh_env_var){(enum wh_env_id)j, rows[j].name, rows[j].name_len};
+        base->v[j].field_path = rows[j].field_path;
+        vat[j] = values.len;
+        r = write_value(&rows[j], &b, &values);
+    }
+    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++) {
+        if (rows[j].per_pod)
+            continue;
+        if (rows[j].value)
+            base->v[j].value = values.data + vat[j];
+        eat[j] = entries.len;
+        r = write_var(&base->v[j], &entries);
+        base->v[j].entry_len = entries.len - eat[j];
+    }
+    base->values = k8s_buf_take(&values, NULL);
+    base->entries = k8s_buf_take(&entries, NULL);
+    for (int j = 0; j < WH_ENV_COUNT && r == 0 && base->values && base->entries; j++)
+        if (!rows[j].per_pod)
+            fix_var(&base->v[j], base->values, vat[j], base->entries, eat[j]);
+    if (r < 0 || !base->values || !base->entries) {
+        wh_envbase_free(base);
+        return NULL;
+    }
+    return base;
+}
+
+/* cfg's base when it was written for cfg's current settings. */
+static const struct wh_envbase *base_of(const struct wh_config *cfg)
+{
+    const struct wh_envbase *base = cfg->env_base;
+    bool same = base && base->collector_name == cfg->otel_collector_name &&
+                base->collector_namespace == cfg->otel_collector_namespace &&
+                base->cluster_domain == cfg->cluster_domain;
+    return same ? base : NULL;
+}
+
+/* ---------- the set ---------- */
+
+/* The per-pod rows' values, each NUL-terminated, into values; where each
+ * begins in at[]. */
 static int write_values(struct wh_envset *set, const struct build *b, struct k8s_buf *values,
                         size_t at[])
 {
     char *tail; /* the typical set in one allocation */
     int r = k8s_buf_reserve(values, 2048, &tail);
-    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++) {
-        if (j == WH_ENV_SERVICE_NAME && !b->service_name)
-            continue;
-        const struct row *row = &rows[j];
-        set->v[set->n] = (struct wh_env_var){(enum wh_env_id)j, row->name, NULL, row->field_path};
-        at[set->n++] = values->len;
-        if (row->value)
-            r = row->value(b, values);
-        r = r ? r : k8s_buf_append(values, "", 1);
+    for (size_t i = 0; i < set->n && r == 0; i++) {
+        const struct row *row = &rows[set->v[i].id];
+        at[i] = values->len;
+        if (row->per_pod)
+            r = write_value(row, b, values);
     }
     return r;
 }
 
-/* Every variable's entry, once, into entries. */
+/* Every variable's entry, once, into entries: the base's copied, the
+ * per-pod rows' written. */
 static int write_entries(struct wh_envset *set, struct k8s_buf *entries, size_t at[])
 {
     char *tail;
     int r = k8s_buf_reserve(entries, 4096, &tail);
     for (size_t i = 0; i < set->n && r == 0; i++) {
         at[i] = entries->len;
-        r = write_var(&set->v[i], entries);
+        const struct wh_env_var *v = &set->v[i];
+        r = rows[v->id].per_pod ? write_var(v, entries)
+                                : k8s_buf_append(entries, v->entry, v->entry_len);
     }
     return r;
+}
+
+/* The set's rows in order: the base's as they are, the per-pod ones bare. */
+static void list_rows(struct wh_envset *set, const struct wh_envbase *base, bool service_name)
+{
+    for (int j = 0; j < WH_ENV_COUNT; j++) {
+        if (j == WH_ENV_SERVICE_NAME && !service_name)
+            continue;
+        struct wh_env_var *v = &set->v[set->n++];
+        if (rows[j].per_pod)
+            *v = (struct wh_env_var){(enum wh_env_id)j, rows[j].name, rows[j].name_len};
+        else
+            *v = base->v[j];
+    }
+}
+
+/* Point the per-pod rows into the finished buffers; note every length we
+ * look for among the user's names. */
+static void finish_rows(struct wh_envset *set, const size_t vat[], const size_t eat[])
+{
+    for (size_t i = 0; i < set->n; i++) {
+        struct wh_env_var *v = &set->v[i];
+        size_t end = i + 1 < set->n ? eat[i + 1] : set->entries_len;
+        if (rows[v->id].per_pod) {
+            fix_var(v, set->values, vat[i], set->entries, eat[i]);
+            v->entry_len = end - eat[i];
+        }
+        set->name_lens |= 1ULL << (v->name_len & 63);
+        for (size_t k = 0; k < v->n_refs; k++)
+            set->name_lens |= 1ULL << (v->ref_len[k] & 63);
+    }
+}
+
+/* Everything but v[] (which list_rows fills as far as n). */
+static void clear(struct wh_envset *set)
+{
+    memset(set, 0, offsetof(struct wh_envset, v));
 }
 
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
                     const struct wh_identity *id, const char *service_name, struct wh_attrs *attrs)
 {
-    memset(set, 0, sizeof(*set));
+    clear(set);
     set->attrs = *attrs;
     wh_attrs_init(attrs);
     k8s_strjoin(set->run_id, sizeof(set->run_id), id->run_id, NULL);
+    const struct wh_envbase *base = base_of(cfg);
+    if (!base && !(base = set->own_base = wh_envbase_new(cfg))) {
+        wh_envset_done(set);
+        return -K8S_ENOMEM;
+    }
+    list_rows(set, base, service_name != NULL);
     struct build b = {cfg, id, service_name, set};
     struct k8s_buf values, entries;
     k8s_buf_init(&values, 1 << 24);
     k8s_buf_init(&entries, 1 << 24);
-    size_t at[WH_ENV_COUNT];
-    int r = write_values(set, &b, &values, at);
-    for (size_t i = 0; i < set->n && r == 0; i++)
-        if (rows[set->v[i].id].value)
-            set->v[i].value = values.data + at[i];
-    r = r ? r : write_entries(set, &entries, at);
-    for (size_t i = 0; i < set->n && r == 0; i++) {
-        set->v[i].entry = entries.data + at[i];
-        set->v[i].entry_len = (i + 1 < set->n ? at[i + 1] : entries.len) - at[i];
-    }
+    size_t vat[WH_ENV_COUNT], eat[WH_ENV_COUNT];
+    int r = write_values(set, &b, &values, vat);
+    for (size_t i = 0; i < set->n && r == 0; i++) /* write_var reads the values */
+        if (rows[set->v[i].id].per_pod)
+            set->v[i].value = values.data + vat[i];
+    r = r ? r : write_entries(set, &entries, eat);
     set->values = k8s_buf_take(&values, NULL);
     set->entries = k8s_buf_take(&entries, &set->entries_len);
     if (r == 0 && (!set->values || !set->entries))
         r = -K8S_ENOMEM;
+    if (r == 0)
+        finish_rows(set, vat, eat);
     if (r < 0)
         wh_envset_done(set);
     return r;
@@ -256,7 +424,10 @@ void wh_envset_done(struct wh_envset *set)
     free(set->values);
     free(set->entries);
     wh_attrs_done(&set->attrs);
-    memset(set, 0, sizeof(*set));
+    wh_envbase_free(set->own_base);
+    for (size_t i = 0; i < set->n; i++)
+        set->v[i].value = set->v[i].entry = NULL; /* they pointed into what was freed */
+    clear(set);
 }
 
 /* [entry, ...] of set's variables. */
@@ -309,11 +480,7 @@ struct plan {
     size_t slot[WH_ENV_COUNT];  /* insert before user[slot]; n_user = at the end; SIZE_MAX = not */
     bool present[WH_ENV_COUNT]; /* the container sets it already */
     bool skip[WH_ENV_COUNT];    /* the user's own settings take precedence */
-    /* names our variable j references, parsed once */
-    const char *ref_name[WH_ENV_COUNT][WH_REFS_MAX];
-    size_t ref_len[WH_ENV_COUNT][WH_REFS_MAX], n_refs[WH_ENV_COUNT];
-    size_t our_len[WH_ENV_COUNT]; /* strlen of our names */
-    char *merged;                 /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
+    char *merged;               /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
 };
 
 static bool has_ref(const char *value, size_t len)
@@ -331,33 +498,19 @@ static bool user_refs(const struct entry *e, const char *name)
     return e->has_ref && wh_env_references(e->value, name);
 }
 
-/* Does our variable j reference name? */
-static bool our_refs(const struct plan *p, size_t j, const char *name, size_t len)
+/* Does our variable v reference name? */
+static bool our_refs(const struct wh_env_var *v, const char *name, size_t len)
 {
-    for (size_t k = 0; name && k < p->n_refs[j]; k++)
-        if (p->ref_len[j][k] == len && !memcmp(p->ref_name[j][k], name, len))
+    for (size_t k = 0; k < v->n_refs; k++)
+        if (v->ref_len[k] == len && !memcmp(v->ref[k], name, len))
             return true;
     return false;
 }
 
-/* Record the $(NAME) references of our variable j (honouring $$). */
-static void parse_refs(struct plan *p, size_t j)
+/* Does our variable j reference our variable k? */
+static bool needs(const struct wh_envset *s, size_t j, size_t k)
 {
-    const char *v = p->set->v[j].value;
-    p->n_refs[j] = 0;
-    for (const char *q = v ? strchr(v, '$') : NULL; q && p->n_refs[j] < WH_REFS_MAX;
-         q = strchr(q + 1, '$')) {
-        if (q[0] == '$' && q[1] == '$') {
-            q++;
-            continue;
-        }
-        const char *close = q[0] == '$' && q[1] == '(' ? strchr(q + 2, ')') : NULL;
-        if (!close)
-            continue;
-        p->ref_name[j][p->n_refs[j]] = q + 2;
-        p->ref_len[j][p->n_refs[j]++] = (size_t)(close - q - 2);
-        q = close;
-    }
+    return s->v[j].needs >> s->v[k].id & 1;
 }
 
 /* One pass over the user's variables: which of ours each defines already
@@ -367,21 +520,15 @@ static void parse_refs(struct plan *p, size_t j)
 static void scan_names(struct plan *p, bool present[], size_t earliest[])
 {
     const struct wh_envset *s = p->set;
-    uint64_t lens = 0; /* bit (length mod 64) of every name we look for */
-    for (size_t j = 0; j < s->n; j++) {
-        lens |= 1ULL << (p->our_len[j] & 63);
-        for (size_t k = 0; k < p->n_refs[j]; k++)
-            lens |= 1ULL << (p->ref_len[j][k] & 63);
-    }
     for (size_t i = 0; i < p->n_user; i++) {
         const char *name = p->user[i].name;
         size_t len = p->user[i].len;
-        if (!name || !((lens >> (len & 63)) & 1))
+        if (!name || !((s->name_lens >> (len & 63)) & 1))
             continue;
         for (size_t j = 0; j < s->n; j++) {
-            if (p->our_len[j] == len && !memcmp(s->v[j].name, name, len))
+            if (s->v[j].name_len == len && !memcmp(s->v[j].name, name, len))
                 present[j] = true;
-            if (our_refs(p, j, name, len))
+            if (our_refs(&s->v[j], name, len))
                 earliest[j] = i + 1;
         }
     }
@@ -395,10 +542,6 @@ static bool place(struct plan *p)
 {
     const struct wh_envset *s = p->set;
     size_t earliest[WH_ENV_COUNT] = {0};
-    for (size_t j = 0; j < s->n; j++) {
-        parse_refs(p, j);
-        p->our_len[j] = strlen(s->v[j].name);
-    }
     scan_names(p, p->present, earliest);
     for (size_t j = 0; j < s->n; j++)
         p->slot[j] = p->present[j] || p->skip[j] ? SIZE_MAX : p->n_user;
@@ -408,13 +551,12 @@ static bool place(struct plan *p)
                 p->slot[j] = i;
     for (size_t j = 0; j < s->n; j++)
         for (size_t k = 0; k < j; k++)
-            if (p->slot[k] != SIZE_MAX && our_refs(p, j, s->v[k].name, p->our_len[k]) &&
-                earliest[k] > earliest[j])
+            if (p->slot[k] != SIZE_MAX && needs(s, j, k) && earliest[k] > earliest[j])
                 earliest[j] = earliest[k];
     for (size_t j = s->n; j-- > 0;) /* a dependency goes no later than its dependent */
         for (size_t k = 0; k < j; k++)
             if (p->slot[j] != SIZE_MAX && p->slot[k] != SIZE_MAX && p->slot[j] < p->slot[k] &&
-                our_refs(p, j, s->v[k].name, p->our_len[k]))
+                needs(s, j, k))
                 p->slot[k] = p->slot[j];
     bool ok = true;
     for (size_t j = 0; j < s->n; j++)

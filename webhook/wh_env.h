@@ -18,8 +18,11 @@
  * that signal's; one whose OTEL_RESOURCE_ATTRIBUTES has service.name gets
  * no OTEL_SERVICE_NAME. Each skip is named in a warning.
  *
- * Thread-safety: reentrant. Ownership: struct wh_envset owns its values;
- * wh_envset_done frees them (NULL-safe, safe on a zeroed struct).
+ * Thread-safety: reentrant; a base is read-only once built, so threads
+ * share it. Ownership: struct wh_envset owns its per-pod values and
+ * borrows the settings' rows from a base (cfg's, which must outlive it, or
+ * its own); wh_envset_done frees what it owns (NULL-safe, safe on a
+ * zeroed struct).
  * Failure: -K8S_ENOMEM; shape problems of a container are warnings.
  */
 #ifndef WH_ENV_H
@@ -27,6 +30,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "k8s_err.h"
 #include "k8s_jsonpatch_text.h"
@@ -58,27 +62,48 @@ enum wh_env_id {
 /* The variable's name (static). */
 const char *wh_env_name(enum wh_env_id id);
 
+#define WH_ENV_REFS_MAX 8
+
 struct wh_env_var {
     enum wh_env_id id;
     const char *name;
-    char *value;            /* literal value, or NULL for a fieldRef */
+    size_t name_len;
+    const char *value;      /* literal value, or NULL for a fieldRef */
     const char *field_path; /* downward-API fieldRef, or NULL */
     const char *entry;      /* its env entry as compact JSON text (wh_envset_build), or NULL */
     size_t entry_len;
+    /* the $(NAME) references of value (honouring $$), parsed once by
+     * wh_envset_build: the first WH_ENV_REFS_MAX, pointing into value */
+    const char *ref[WH_ENV_REFS_MAX];
+    size_t ref_len[WH_ENV_REFS_MAX], n_refs;
+    unsigned needs; /* bit id: value references our variable id */
 };
+
+/* The variables that depend on the settings alone (the fieldRefs, the
+ * collector, the endpoints, insecure), written once per configuration
+ * (wh_config_finish keeps one in cfg->env_base). */
+struct wh_envbase;
+
+/* New base for cfg's current settings, or NULL when out of memory. */
+struct wh_envbase *wh_envbase_new(const struct wh_config *cfg);
+void wh_envbase_free(struct wh_envbase *base);
 
 struct wh_envset {
-    struct wh_env_var v[WH_ENV_COUNT]; /* dependency order */
     size_t n;
+    uint64_t name_lens;             /* bit (length mod 64) of every name ours have or reference */
     struct wh_attrs attrs;          /* our resource attributes, without rl.run.id */
     char run_id[K8S_MLRUN_ID_SIZE]; /* "" when unknown */
-    char *values;                   /* what v[].value points into */
+    char *values;                   /* what the per-pod rows' v[].value point into */
     char *entries;                  /* v[0..n)'s entries one after the other (v[].entry) */
     size_t entries_len;
+    struct wh_envbase *own_base; /* built here when cfg's does not match its settings */
+    struct wh_env_var v[WH_ENV_COUNT]; /* dependency order; v[n..] undefined (kept last) */
 };
 
-/* Our variables for one pod. Copies what it keeps. `attrs` is moved into
- * the set (the caller's struct is left empty). service_name NULL: no
+/* Our variables for one pod. Copies what it keeps; the settings' own rows
+ * point into cfg->env_base when it matches cfg (so cfg must outlive the
+ * set), else into a base of the set's own. `attrs` is moved into the set
+ * (the caller's struct is left empty). service_name NULL: no
  * OTEL_SERVICE_NAME (the attributes carry service.name). Each variable's
  * entry is written once here, and copied into every container's patch.
  * -K8S_ENOMEM on failure (set left empty). */

@@ -700,6 +700,56 @@ Test(wh_env, run_id_is_the_sdks)
     cr_expect_str_eq(id, RUN_ID);
 }
 
+/* The settings' rows come from cfg's base when it was written for these
+ * settings, else from one the set writes itself: the same set either way,
+ * and a base left over from other settings is never used. */
+Test(wh_env, base_gives_the_same_set)
+{
+    build("rl.algo=ppo", true);
+    struct wh_envset own = set;
+    memset(&set, 0, sizeof(set));
+    cr_assert_not_null(own.own_base, "no finished config: the set writes its own base");
+    cr_assert_eq(wh_config_finish(&cfg, NULL), 0);
+    cr_assert_not_null(cfg.env_base);
+    build("rl.algo=ppo", true);
+    cr_expect_null(set.own_base, "cfg's base matches its settings");
+    cr_assert_eq(set.n, own.n);
+    cr_assert_eq(set.entries_len, own.entries_len);
+    cr_expect_eq(memcmp(set.entries, own.entries, own.entries_len), 0);
+    for (size_t i = 0; i < set.n; i++) {
+        const struct wh_env_var *a = &set.v[i], *b = &own.v[i];
+        cr_expect_eq(a->id, b->id);
+        cr_expect_eq(a->needs, b->needs, "%s", a->name);
+        cr_expect_eq(a->n_refs, b->n_refs, "%s", a->name);
+        cr_expect_str_eq(a->value ? a->value : "-", b->value ? b->value : "-");
+        cr_expect_eq(a->entry_len, b->entry_len);
+        cr_expect_eq(memcmp(a->entry, b->entry, a->entry_len), 0, "%s", a->name);
+    }
+    cr_expect_eq(set.name_lens, own.name_lens);
+    wh_envset_done(&own);
+    wh_envset_done(&set);
+    cfg.otel_collector_name = "other"; /* after finish: the base is stale */
+    build(NULL, true);
+    cr_expect_not_null(set.own_base);
+    json_t *env = wh_envset_json(&set);
+    cr_expect_str_eq(value_of(env, "OTEL_COLLECTOR_NAME"), "other");
+    json_decref(env);
+}
+
+/* Which of ours each variable references, by id: what placement reads. */
+Test(wh_env, needs_name_our_references)
+{
+    build(NULL, true);
+    for (size_t i = 0; i < set.n; i++) {
+        unsigned want = 0;
+        for (int j = 0; j < WH_ENV_COUNT; j++)
+            if (set.v[i].value && wh_env_references(set.v[i].value, wh_env_name(j)))
+                want |= 1u << j;
+        cr_expect_eq(set.v[i].needs, want, "%s", set.v[i].name);
+    }
+    cr_expect_neq(set.v[WH_ENV_METRICS_ENDPOINT].needs, 0u);
+}
+
 Test(wh_env, every_row_named_once)
 {
     for (int i = 0; i < WH_ENV_COUNT; i++) {
