@@ -85,7 +85,10 @@ static int service_name(const struct build *b, struct k8s_buf *out)
 static int attributes(const struct build *b, struct k8s_buf *out);
 
 /* One row per injected variable (DESIGN §3.5), in dependency order. */
-#define ROW(name, ...) {name, sizeof(name) - 1, __VA_ARGS__}
+#define ROW(name, ...)                                                                             \
+    {                                                                                              \
+        name, sizeof(name) - 1, __VA_ARGS__                                                        \
+    }
 static const struct row {
     const char *name;
     size_t name_len;
@@ -101,12 +104,14 @@ static const struct row {
     [WH_ENV_NODE_NAME] = ROW("OTEL_RESOURCE_ATTRIBUTES_NODE_NAME", NULL, "spec.nodeName"),
     [WH_ENV_COLLECTOR_NAME] = ROW("OTEL_COLLECTOR_NAME", collector_name),
     [WH_ENV_COLLECTOR_NAMESPACE] = ROW("OTEL_COLLECTOR_NAMESPACE", collector_namespace),
-    [WH_ENV_METRICS_ENDPOINT] = ROW("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL,
-                                 SIG_METRICS),
-    [WH_ENV_TRACES_ENDPOINT] = ROW("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL, SIG_TRACES),
-    [WH_ENV_METRICS_INSECURE] = ROW("OTEL_EXPORTER_OTLP_METRICS_INSECURE", insecure, NULL,
-                                 SIG_METRICS),
-    [WH_ENV_TRACES_INSECURE] = ROW("OTEL_EXPORTER_OTLP_TRACES_INSECURE", insecure, NULL, SIG_TRACES),
+    [WH_ENV_METRICS_ENDPOINT] =
+        ROW("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL, SIG_METRICS),
+    [WH_ENV_TRACES_ENDPOINT] =
+        ROW("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL, SIG_TRACES),
+    [WH_ENV_METRICS_INSECURE] =
+        ROW("OTEL_EXPORTER_OTLP_METRICS_INSECURE", insecure, NULL, SIG_METRICS),
+    [WH_ENV_TRACES_INSECURE] =
+        ROW("OTEL_EXPORTER_OTLP_TRACES_INSECURE", insecure, NULL, SIG_TRACES),
     [WH_ENV_SERVICE_NAME] = ROW("OTEL_SERVICE_NAME", service_name, .per_pod = true),
     [WH_ENV_RESOURCE_ATTRIBUTES] = ROW(ATTRS_VAR, attributes, .per_pod = true),
 };
@@ -217,7 +222,8 @@ static unsigned ours_needed(const struct wh_env_var *v)
     unsigned needs = 0;
     for (size_t k = 0; k < v->n_refs; k++)
         for (int j = 0; j < WH_ENV_COUNT; j++)
-            if (v->ref_len[k] == rows[j].name_len && !memcmp(v->ref[k], rows[j].name, v->ref_len[k]))
+            if (v->ref_len[k] == rows[j].name_len &&
+                !memcmp(v->ref[k], rows[j].name, v->ref_len[k]))
                 needs |= 1u << j;
     return needs;
 }

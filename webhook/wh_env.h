@@ -96,7 +96,7 @@ struct wh_envset {
     char *values;                   /* what the per-pod rows' v[].value point into */
     char *entries;                  /* v[0..n)'s entries one after the other (v[].entry) */
     size_t entries_len;
-    struct wh_envbase *own_base; /* built here when cfg's does not match its settings */
+    struct wh_envbase *own_base;       /* built here when cfg's does not match its settings */
     struct wh_env_var v[WH_ENV_COUNT]; /* dependency order; v[n..] undefined (kept last) */
 };
 
