@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -107,25 +108,70 @@ void k8s_log_json(int level, const char *msg, json_t *fields)
     line_end(&b, r);
 }
 
+/* The decimal digits of v at t; returns their end. */
+static char *put_int(char *t, long long v)
+{
+    char d[24];
+    size_t n = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do
+        d[n++] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0)
+        *t++ = '-';
+    while (n > 0)
+        *t++ = d[--n];
+    return t;
+}
+
+static char *put(char *t, const char *s, size_t n)
+{
+    memcpy(t, s, n);
+    return t + n;
+}
+
+/* The line's fields after msg: ,"key":value... */
+static char *put_fields(char *t, const struct k8s_log_field *f, size_t n, const size_t klen[],
+                        const size_t slen[])
+{
+    for (size_t i = 0; i < n; i++) {
+        t = put(t, ",\"", 2);
+        t = put(t, f[i].key, klen[i]);
+        t = put(t, "\":", 2);
+        t = f[i].str ? k8s_json_put_string(t, f[i].str, slen[i]) : put_int(t, f[i].num);
+    }
+    return t;
+}
+
 void k8s_log_fields(int level, const char *msg, const struct k8s_log_field *f, size_t n)
 {
     if (!k8s_log_enabled(level))
         return;
-    struct k8s_buf b;
-    char *tail;
-    k8s_buf_init(&b, 1 << 20);
-    int r = k8s_buf_reserve(&b, 512, &tail);
-    r = r ? r : line_start(&b, level, msg);
-    for (size_t i = 0; i < n && r == 0; i++) {
-        r = k8s_buf_append(&b, ",", 1);
-        r = r ? r : k8s_json_write_string(f[i].key, strlen(f[i].key), &b);
-        r = r ? r : k8s_buf_append(&b, ":", 1);
-        if (r == 0 && f[i].str)
-            r = k8s_json_write_string(f[i].str, strlen(f[i].str), &b);
-        else if (r == 0)
-            r = k8s_buf_append_int(&b, f[i].num);
+    size_t klen[K8S_LOG_FIELDS_MAX], slen[K8S_LOG_FIELDS_MAX];
+    n = n < K8S_LOG_FIELDS_MAX ? n : K8S_LOG_FIELDS_MAX;
+    const char *m = msg ? msg : "";
+    size_t ml = strlen(m), bound = 64 + K8S_JSON_STRING_MAX(ml); /* ts, level, msg, close */
+    for (size_t i = 0; i < n; i++) {
+        klen[i] = strlen(f[i].key);
+        slen[i] = f[i].str ? strlen(f[i].str) : 0;
+        bound += klen[i] + 4 + (f[i].str ? K8S_JSON_STRING_MAX(slen[i]) : 24);
     }
-    line_end(&b, r);
+    char stack[2048], ts[40], *line = bound <= sizeof(stack) ? stack : malloc(bound);
+    if (!line)
+        return; /* nowhere left to report it */
+    int lv = level < 0 ? 0 : level > K8S_LOG_TRACE ? K8S_LOG_TRACE : level;
+    format_ts(ts, sizeof(ts));
+    char *t = put(line, "{\"ts\":\"", 7);
+    t = put(t, ts, strlen(ts));
+    t = put(t, "\",\"level\":\"", 11);
+    t = put(t, level_names[lv], strlen(level_names[lv]));
+    t = put(t, "\",\"msg\":", 8);
+    t = k8s_json_put_string(t, m, ml);
+    t = put_fields(t, f, n, klen, slen);
+    t = put(t, "}\n", 2);
+    write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), line, (size_t)(t - line));
+    if (line != stack)
+        free(line);
 }
 
 void k8s_logf(int level, const char *fmt, ...)

@@ -40,7 +40,11 @@ struct k8s_log_field {
 };
 
 /* Log msg with n fields, written straight into the line (no JSON values
- * built): for per-request lines. */
+ * built, no allocation for a line under 2 KiB): for per-request lines.
+ * Keys are plain names (letters, digits, '_', '-', '.'), written as they
+ * are; string values are escaped. At most K8S_LOG_FIELDS_MAX fields are
+ * written; more are dropped. */
+#define K8S_LOG_FIELDS_MAX 32
 void k8s_log_fields(int level, const char *msg, const struct k8s_log_field *f, size_t n);
 
 /* printf-style message with no extra fields. */
