@@ -211,15 +211,15 @@ static void parse_refs(struct wh_env_var *v)
         if (!close)
             continue;
         v->ref[v->n_refs] = q + 2;
-        v->ref_len[v->n_refs++] = (size_t)(close - q - 2);
+        v->ref_len[v->n_refs++] = (uint32_t)(close - q - 2);
         q = close;
     }
 }
 
 /* Which of our variables v references, by id. */
-static unsigned ours_needed(const struct wh_env_var *v)
+static uint32_t ours_needed(const struct wh_env_var *v)
 {
-    unsigned needs = 0;
+    uint32_t needs = 0;
     for (size_t k = 0; k < v->n_refs; k++)
         for (int j = 0; j < WH_ENV_COUNT; j++)
             if (v->ref_len[k] == rows[j].name_len &&
@@ -384,7 +384,7 @@ static void finish_rows(struct wh_envset *set, const size_t vat[], const size_t 
 }
 
 /* Everything but v[] (which list_rows fills as far as n). */
-static void clear(struct wh_envset *set)
+void wh_envset_init(struct wh_envset *set)
 {
     memset(set, 0, offsetof(struct wh_envset, v));
 }
@@ -392,7 +392,7 @@ static void clear(struct wh_envset *set)
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
                     const struct wh_identity *id, const char *service_name, struct wh_attrs *attrs)
 {
-    clear(set);
+    wh_envset_init(set);
     set->attrs = *attrs;
     wh_attrs_init(attrs);
     k8s_strjoin(set->run_id, sizeof(set->run_id), id->run_id, NULL);
@@ -433,7 +433,7 @@ void wh_envset_done(struct wh_envset *set)
     wh_envbase_free(set->own_base);
     for (size_t i = 0; i < set->n; i++)
         set->v[i].value = set->v[i].entry = NULL; /* they pointed into what was freed */
-    clear(set);
+    wh_envset_init(set);
 }
 
 /* [entry, ...] of set's variables. */

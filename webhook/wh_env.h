@@ -62,7 +62,9 @@ enum wh_env_id {
 /* The variable's name (static). */
 const char *wh_env_name(enum wh_env_id id);
 
-#define WH_ENV_REFS_MAX 8
+/* References parsed per variable: ours have at most 3 (the attributes'
+ * $(OTEL_RESOURCE_ATTRIBUTES_*); wh_attrs encodes every other '$'). */
+#define WH_ENV_REFS_MAX 4
 
 struct wh_env_var {
     enum wh_env_id id;
@@ -75,8 +77,8 @@ struct wh_env_var {
     /* the $(NAME) references of value (honouring $$), parsed once by
      * wh_envset_build: the first WH_ENV_REFS_MAX, pointing into value */
     const char *ref[WH_ENV_REFS_MAX];
-    size_t ref_len[WH_ENV_REFS_MAX], n_refs;
-    unsigned needs; /* bit id: value references our variable id */
+    uint32_t ref_len[WH_ENV_REFS_MAX], n_refs;
+    uint32_t needs; /* bit id: value references our variable id */
 };
 
 /* The variables that depend on the settings alone (the fieldRefs, the
@@ -107,6 +109,8 @@ struct wh_envset {
  * OTEL_SERVICE_NAME (the attributes carry service.name). Each variable's
  * entry is written once here, and copied into every container's patch.
  * -K8S_ENOMEM on failure (set left empty). */
+/* An empty set, safe to wh_envset_done (cheaper than zeroing v[]). */
+void wh_envset_init(struct wh_envset *set);
 int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
                     const struct wh_identity *id, const char *service_name,
                     struct wh_attrs *attrs) K8S_MUST_CHECK;

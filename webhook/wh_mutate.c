@@ -575,7 +575,8 @@ static int build_patch(struct ctx *x)
 {
     struct wh_identity id = {0};
     struct wh_attrs attrs;
-    struct wh_envset set = {0};
+    struct wh_envset set;
+    wh_envset_init(&set);
     wh_attrs_init(&attrs);
     int r = identity_of(x, &id);
     if (r == 0)
@@ -603,7 +604,7 @@ static int build_patch(struct ctx *x)
 int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
               const struct wh_mutate_in *in, struct wh_mutate_out *ret)
 {
-    struct ctx *x = calloc(1, sizeof(*x));
+    struct ctx *x = malloc(sizeof(*x)); /* set whole below */
     memset(ret, 0, sizeof(*ret));
     k8s_jsonpatch_text_init(&ret->text);
     ret->warnings = json_array();
