@@ -37,8 +37,13 @@ int k8s_error_set(struct k8s_error *reterr, int err, const char *fmt, ...)
 {
     if (!reterr)
         return err;
-    memset(reterr, 0, sizeof(*reterr));
-    reterr->err = err;
+    *reterr = (struct k8s_error){.err = err};
+    if (!strchr(fmt, '%')) { /* a plain message: no printf on the paths that set one per request */
+        size_t n = strnlen(fmt, sizeof(reterr->message) - 1);
+        memcpy(reterr->message, fmt, n);
+        reterr->message[n] = '\0';
+        return err;
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(reterr->message, sizeof(reterr->message), fmt, ap);
