@@ -1,8 +1,10 @@
 #include "k8s_arena.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -135,6 +137,33 @@ void *k8s_scope_alloc(size_t n)
 {
     struct k8s_arena *a = scope;
     return a ? k8s_arena_alloc(a, n) : malloc(n);
+}
+
+/* Grow p, the last block handed out (size bytes), to n in place. */
+static bool extend(struct k8s_arena *a, void *p, size_t size, size_t n)
+{
+    size_t have = (size + 15) & ~(size_t)15, need = (n + 15) & ~(size_t)15;
+    struct chunk *c = a->head;
+    if ((char *)p + have != c->at || need < n || need < have ||
+        (size_t)(c->end - c->at) < need - have)
+        return false;
+    c->at += need - have;
+    a->used += need - have;
+    UNPOISON(p, n);
+    return true;
+}
+
+void *k8s_scope_realloc(void *p, size_t used, size_t n)
+{
+    struct k8s_arena *a = scope;
+    if (!a || (p && !k8s_arena_owns(a, p)))
+        return realloc(p, n);
+    if (p && extend(a, p, used, n))
+        return p;
+    void *q = k8s_arena_alloc(a, n); /* the old block returns at the reset */
+    if (q && p)
+        memcpy(q, p, used < n ? used : n);
+    return q;
 }
 
 void k8s_scope_free(void *p)

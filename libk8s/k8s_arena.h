@@ -53,6 +53,12 @@ void k8s_arena_jansson_install(void);
  * k8s_scope_free releases either (a no-op for the scope's arena memory);
  * it must run in the scope the memory was taken in. NULL on OOM. */
 void *k8s_scope_alloc(size_t n);
+/* Resize p (from k8s_scope_alloc/_realloc in the same scope, or NULL),
+ * whose size is `used` bytes (all kept, up to n), to n bytes: in the
+ * scope's arena, in place when p is the last block handed out, else a new
+ * block (the old one returns at the reset); realloc outside any scope or
+ * for malloc'd memory. NULL on OOM, p left as it was. */
+void *k8s_scope_realloc(void *p, size_t used, size_t n);
 void k8s_scope_free(void *p);
 
 /* Drop the reference *v (then NULL). When *v lives in the current scope's

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
 #include "k8s_buf.h"
 #include "k8s_json.h"
 #include "k8s_jsonpatch.h"
@@ -821,7 +822,7 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
         return 0;
     }
     struct plan p = {.set = set, .n_user = c->n_env};
-    p.user = malloc((p.n_user + 1) * sizeof(*p.user)); /* read_env sets every entry */
+    p.user = k8s_scope_alloc((p.n_user + 1) * sizeof(*p.user)); /* read_env sets each */
     if (!p.user)
         return -K8S_ENOMEM;
     p.user[p.n_user] = (struct entry){0};
@@ -841,6 +842,6 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
     if (r == 0)
         r = emit_adds(&p, cpath, patch, ret_added);
     free(p.merged);
-    free(p.user);
+    k8s_scope_free(p.user);
     return r;
 }

@@ -89,7 +89,7 @@ struct wh_kv *wh_map_ordered(const struct wh_map *m, size_t *ret_n)
 
 static void map_done(struct wh_map *m)
 {
-    free(m->kv);
+    k8s_scope_free(m->kv);
     *m = (struct wh_map){0};
 }
 
@@ -132,7 +132,9 @@ static int map_pull(struct rd *r, struct wh_map *m)
     const char *k;
     while ((rc = k8s_jpull_member(r->p, &st, &k, &kn)) > 0) {
         if (m->n == cap) {
-            struct wh_kv *kv = realloc(m->kv, (cap = cap ? 2 * cap : 16) * sizeof(*kv));
+            size_t used = cap * sizeof(*m->kv);
+            struct wh_kv *kv =
+                k8s_scope_realloc(m->kv, used, (cap = cap ? 2 * cap : 16) * sizeof(*kv));
             if (!kv)
                 return k8s_jpull_fail(r->p, "out of memory");
             m->kv = kv;

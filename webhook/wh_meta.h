@@ -26,7 +26,8 @@
  * Thread-safety: reentrant; a filled struct is read-only and may be
  * shared. Ownership: the struct owns its arrays and, from wh_meta_pull,
  * the decoded strings (k8s_scope_alloc: read inside a k8s_arena scope,
- * they are the scope's and the struct must be released in it); from
+ * they and the maps' arrays are the scope's and the struct must be
+ * released in it); from
  * wh_meta_from_json the strings are borrowed from the tree. wh_meta_done / wh_pod_done free (safe
  * on a zeroed struct). Failure: -K8S_ENOMEM (the struct is left empty), or the pull reader's -1
  * (the struct is to be freed).

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
 #include "k8s_buf.h"
 #include "k8s_codec.h"
 #include "k8s_json.h"
@@ -152,9 +153,10 @@ static int find_targets(struct ctx *x)
 {
     const char *only = wh_meta_annotation(x->meta, K8S_ANN_CONTAINERS);
     x->cap = x->ps->list[WH_CONTAINERS].n + x->ps->list[WH_INIT_CONTAINERS].n;
-    x->t = calloc(x->cap ? x->cap : 1, sizeof(*x->t));
+    x->t = k8s_scope_alloc((x->cap ? x->cap : 1) * sizeof(*x->t));
     if (!x->t)
         return -K8S_ENOMEM;
+    memset(x->t, 0, (x->cap ? x->cap : 1) * sizeof(*x->t));
     add_targets(x, WH_CONTAINERS, false, only);
     add_targets(x, WH_INIT_CONTAINERS, true, only);
     if (only)
@@ -521,7 +523,7 @@ static int patch_mount(struct ctx *x, const struct target *t, enum mount_state s
 
 static int patch_containers(struct ctx *x, const struct wh_envset *set)
 {
-    enum mount_state *st = calloc(x->nt, sizeof(*st));
+    enum mount_state *st = k8s_scope_alloc(x->nt * sizeof(*st)); /* set below */
     bool needed = false, present;
     if (!st)
         return -K8S_ENOMEM;
@@ -542,7 +544,7 @@ static int patch_containers(struct ctx *x, const struct wh_envset *set)
         if (x->out->text.n > before)
             x->out->containers++;
     }
-    free(st);
+    k8s_scope_free(st);
     return r;
 }
 
@@ -604,7 +606,7 @@ static int build_patch(struct ctx *x)
 int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
               const struct wh_mutate_in *in, struct wh_mutate_out *ret)
 {
-    struct ctx *x = malloc(sizeof(*x)); /* set whole below */
+    struct ctx *x = k8s_scope_alloc(sizeof(*x)); /* set whole below */
     memset(ret, 0, sizeof(*ret));
     k8s_jsonpatch_text_init(&ret->text);
     ret->warnings = json_array();
@@ -634,9 +636,9 @@ out_free_ctx:
         wh_pod_done(&x->own);
         wh_meta_done(&x->ns);
         json_decref(x->ns_doc);
-        free(x->t);
+        k8s_scope_free(x->t);
     }
-    free(x);
+    k8s_scope_free(x);
     if (r == 0 && !in->text_only) { /* the tree, for those that apply or inspect it */
         ret->patch = k8s_jsonpatch_text_tree(&ret->text);
         k8s_jsonpatch_text_done(&ret->text);

@@ -23,7 +23,7 @@ static bool grow(void *arr, size_t n, size_t size)
     void **a = arr;
     if (n & (n - 1) || (n && n < 4)) /* capacity is the next power of two ≥ 4 */
         return true;
-    void *p = realloc(*a, (n < 4 ? 4 : 2 * n) * size);
+    void *p = k8s_scope_realloc(*a, n * size, (n < 4 ? 4 : 2 * n) * size);
     if (!p)
         return false;
     *a = p;
@@ -32,8 +32,8 @@ static bool grow(void *arr, size_t n, size_t size)
 
 void wh_container_done(struct wh_container *c)
 {
-    free(c->env);
-    free(c->mounts);
+    k8s_scope_free(c->env);
+    k8s_scope_free(c->mounts);
     *c = (struct wh_container){0};
 }
 
@@ -41,7 +41,7 @@ static void list_done(struct wh_podspec *s, enum wh_podspec_list l)
 {
     for (size_t i = 0; i < s->list[l].n; i++)
         wh_container_done(&s->list[l].c[i]);
-    free(s->list[l].c);
+    k8s_scope_free(s->list[l].c);
     s->list[l].c = NULL;
     s->list[l].n = 0;
 }
@@ -52,7 +52,7 @@ void wh_podspec_done(struct wh_podspec *s)
         return;
     for (int l = 0; l < WH_NLISTS; l++)
         list_done(s, (enum wh_podspec_list)l);
-    free(s->volumes);
+    k8s_scope_free(s->volumes);
     k8s_scope_free(s->pool);
     *s = (struct wh_podspec){0};
 }

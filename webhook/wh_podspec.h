@@ -17,8 +17,8 @@
  *
  * Thread-safety: reentrant. Ownership: the struct owns its arrays and,
  * from wh_podspec_read and wh_podspec_pull, the decoded strings
- * (k8s_scope_alloc: read inside a k8s_arena scope, they are the scope's
- * and the struct must be released in it); from wh_podspec_from_json
+ * (k8s_scope_alloc: read inside a k8s_arena scope, they and the pulled
+ * arrays are the scope's and the struct must be released in it); from wh_podspec_from_json
  * the strings are borrowed from the tree. wh_podspec_done frees (safe on
  * a zeroed struct). Failure: -K8S_ENOMEM, or -K8S_EPARSE when the text is
  * not JSON; the struct is left empty (wh_podspec_pull: to be freed).

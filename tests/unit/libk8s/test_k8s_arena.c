@@ -70,3 +70,44 @@ Test(k8s_arena, scope_memory_for_any_code)
     cr_assert_not_null(after);
     k8s_scope_free(after); /* no scope again: free() */
 }
+
+/* k8s_scope_realloc: in place when the block is the arena's last, else a
+ * copy; realloc outside a scope and for malloc'd memory. Contents kept. */
+Test(k8s_arena, scope_realloc_in_place_copy_or_realloc)
+{
+    unsigned char *out = k8s_scope_realloc(NULL, 0, 10); /* no scope */
+    cr_assert_not_null(out);
+    memset(out, 1, 10);
+    out = k8s_scope_realloc(out, 10, 5000);
+    cr_assert_not_null(out);
+    cr_expect_eq(out[9], 1);
+    struct k8s_arena *a = k8s_arena_new(8192);
+    k8s_arena_enter(a);
+    unsigned char *p = k8s_scope_realloc(NULL, 0, 64);
+    cr_assert(k8s_arena_owns(a, p));
+    memset(p, 7, 64);
+    unsigned char *q = k8s_scope_realloc(p, 64, 256);
+    cr_expect_eq(q, p, "the last block grows in place");
+    memset(q + 64, 8, 192);
+    size_t used = k8s_arena_used(a);
+    cr_expect_eq(used, 256);
+    void *other = k8s_scope_alloc(16); /* now q is not the last block */
+    unsigned char *r = k8s_scope_realloc(q, 256, 1024);
+    cr_expect_neq(r, q, "a block with another after it is copied");
+    cr_expect_eq(r[63], 7);
+    cr_expect_eq(r[255], 8);
+    memset(r, 9, 1024);
+    unsigned char *big = k8s_scope_realloc(r, 1024, 20000); /* past the chunk */
+    cr_assert_not_null(big);
+    cr_expect_eq(big[1023], 9);
+    memset(big, 0, 20000);
+    unsigned char *m = k8s_scope_realloc(out, 5000, 6000); /* malloc'd: realloc */
+    cr_assert_not_null(m);
+    cr_expect_not(k8s_arena_owns(a, m));
+    cr_expect_eq(m[9], 1);
+    k8s_scope_free(m);
+    k8s_scope_free(other);
+    k8s_arena_leave();
+    k8s_arena_reset(a);
+    k8s_arena_free(a);
+}
