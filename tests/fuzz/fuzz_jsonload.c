@@ -8,7 +8,8 @@
  * (metadata and spec) must be the one jansson's tree holds.
  *
  * One jansson quirk is no finding: jansson 2.14 drops a NUL byte that
- * directly follows a number ("[1\0]" loads as [1]; its lexer ungets the NUL,
+ * directly follows a number or a literal ("[1\0]" loads as [1], "[null\0]"
+ * as [null]; its lexer ungets the NUL,
  * which its stream buffer takes for "empty"). RFC 8259 allows a NUL neither
  * outside strings nor in them, so for such input jansson is no oracle and
  * the reader must refuse it.
@@ -104,10 +105,12 @@ static void same_pod(const json_t *doc, const struct wh_pod *pulled)
     wh_pod_done(&tree);
 }
 
-static bool nul_after_digit(const uint8_t *data, size_t size)
+/* A NUL right after a number or a literal (true, false, null). */
+static bool nul_after_token(const uint8_t *data, size_t size)
 {
     for (size_t i = 1; i < size; i++)
-        if (!data[i] && data[i - 1] >= '0' && data[i - 1] <= '9')
+        if (!data[i] && ((data[i - 1] >= '0' && data[i - 1] <= '9') || data[i - 1] == 'e' ||
+                         data[i - 1] == 'l'))
             return true;
     return false;
 }
@@ -115,7 +118,7 @@ static bool nul_after_digit(const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_t *want =
-        nul_after_digit(data, size) ? NULL : json_loadb((const char *)data, size, 0, NULL);
+        nul_after_token(data, size) ? NULL : json_loadb((const char *)data, size, 0, NULL);
     json_t *got = NULL;
     struct k8s_error err;
     int r = k8s_json_load_filtered((const char *)data, size, NULL, &got, &err);
