@@ -3,6 +3,7 @@
 #include "k8s_buf.h"
 #include "k8s_json.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,123 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
+/* ---------- buffered per-request lines ---------- */
+
+#define BUFFER_SIZE (64 * 1024)
+
+static struct {
+    pthread_mutex_t mu; /* held while lines are appended or written */
+    pthread_cond_t cv;  /* the flusher's timer; signalled to stop it */
+    bool on;            /* read without the lock first (atomic) */
+    bool stop;
+    int64_t interval_ns;
+    char *buf;
+    size_t len;
+    pthread_t thread;
+} lb = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void flush_locked(void)
+{
+    if (lb.len)
+        write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), lb.buf, lb.len);
+    lb.len = 0;
+}
+
+/* A whole line: buffered when it may be and buffering is on, else written
+ * at once (after whatever is buffered, so the order holds). */
+static void emit(const char *line, size_t n, bool bufferable)
+{
+    if (!__atomic_load_n(&lb.on, __ATOMIC_ACQUIRE)) {
+        write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), line, n);
+        return;
+    }
+    pthread_mutex_lock(&lb.mu);
+    bool on = lb.buf != NULL; /* k8s_log_unbuffer may have run meanwhile */
+    if (on && (!bufferable || n > BUFFER_SIZE - lb.len))
+        flush_locked();
+    if (on && bufferable && n <= BUFFER_SIZE - lb.len) {
+        memcpy(lb.buf + lb.len, line, n);
+        lb.len += n;
+    } else {
+        write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), line, n);
+    }
+    pthread_mutex_unlock(&lb.mu);
+}
+
+static void *flusher(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&lb.mu);
+    while (!lb.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + lb.interval_ns;
+        ts.tv_sec += (time_t)(ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        (void)pthread_cond_timedwait(&lb.cv, &lb.mu, &ts);
+        flush_locked();
+    }
+    pthread_mutex_unlock(&lb.mu);
+    return NULL;
+}
+
+/* A program that exits without k8s_log_unbuffer loses no gathered line. */
+static void at_exit(void)
+{
+    (void)atexit(k8s_log_flush);
+}
+
+int k8s_log_buffer(int64_t interval_ns)
+{
+    if (__atomic_load_n(&lb.on, __ATOMIC_ACQUIRE) || interval_ns <= 0)
+        return interval_ns <= 0 ? -K8S_EINVAL : 0;
+    pthread_condattr_t ca;
+    if (!(lb.buf = malloc(BUFFER_SIZE)))
+        return -K8S_ENOMEM;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&lb.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, at_exit);
+    lb.interval_ns = interval_ns;
+    lb.stop = false;
+    lb.len = 0;
+    if (pthread_create(&lb.thread, NULL, flusher, NULL) != 0) {
+        pthread_cond_destroy(&lb.cv);
+        free(lb.buf);
+        lb.buf = NULL;
+        return -K8S_ENOMEM;
+    }
+    __atomic_store_n(&lb.on, true, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void k8s_log_flush(void)
+{
+    pthread_mutex_lock(&lb.mu);
+    flush_locked();
+    pthread_mutex_unlock(&lb.mu);
+}
+
+void k8s_log_unbuffer(void)
+{
+    if (!__atomic_load_n(&lb.on, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&lb.mu);
+    lb.stop = true;
+    pthread_cond_signal(&lb.cv);
+    pthread_mutex_unlock(&lb.mu);
+    pthread_join(lb.thread, NULL);
+    pthread_mutex_lock(&lb.mu); /* lines that came in meanwhile, then none buffered */
+    flush_locked();
+    __atomic_store_n(&lb.on, false, __ATOMIC_RELEASE);
+    free(lb.buf);
+    lb.buf = NULL;
+    pthread_mutex_unlock(&lb.mu);
+    pthread_cond_destroy(&lb.cv);
+}
+
 /* {"ts":"...","level":"...","msg":"..." — the line without its close. */
 static int line_start(struct k8s_buf *b, int level, const char *msg)
 {
@@ -81,8 +199,8 @@ static void line_end(struct k8s_buf *b, int r)
 {
     if (r == 0)
         r = k8s_buf_append(b, "}\n", 2);
-    if (r == 0) /* one write per line: lines of concurrent threads never interleave */
-        write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), b->data, b->len);
+    if (r == 0) /* whole lines: lines of concurrent threads never interleave */
+        emit(b->data, b->len, false);
     k8s_buf_done(b);
 }
 
@@ -169,7 +287,7 @@ void k8s_log_fields(int level, const char *msg, const struct k8s_log_field *f, s
     t = k8s_json_put_string(t, m, ml);
     t = put_fields(t, f, n, klen, slen);
     t = put(t, "}\n", 2);
-    write_all(__atomic_load_n(&log_fd, __ATOMIC_RELAXED), line, (size_t)(t - line));
+    emit(line, (size_t)(t - line), level >= K8S_LOG_INFO);
     if (line != stack)
         free(line);
 }

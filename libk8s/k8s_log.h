@@ -3,8 +3,11 @@
  * (request handlers, reconcile loops, main). Library modules never log.
  *
  * Each call writes exactly one line with a single write(2), so lines from
- * concurrent threads never interleave. Fields: "ts" (RFC 3339, microseconds,
- * UTC), "level", "msg", then the caller's fields in insertion order.
+ * concurrent threads never interleave. With k8s_log_buffer on, the
+ * per-request lines (k8s_log_fields at info and finer) are gathered and
+ * written whole, in order, many per write(2): when the buffer fills and
+ * at the interval; any other line first writes out what is gathered. Fields: "ts" (RFC 3339,
+ * microseconds, UTC), "level", "msg", then the caller's fields in insertion order.
  *
  * Globals: the level (set once in main, read atomically) and the output fd.
  * Thread-safety: all functions may be called from any thread.
@@ -14,6 +17,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "k8s_err.h"
 
@@ -46,6 +50,17 @@ struct k8s_log_field {
  * written; more are dropped. */
 #define K8S_LOG_FIELDS_MAX 32
 void k8s_log_fields(int level, const char *msg, const struct k8s_log_field *f, size_t n);
+
+/* Gather per-request lines for up to interval_ns (a thread writes them
+ * out; nginx's access_log buffer=/flush=). Call with the signals the
+ * program waits for already blocked (the thread inherits the mask).
+ * -K8S_EINVAL for interval_ns <= 0, -K8S_ENOMEM; 0 when already on. */
+int k8s_log_buffer(int64_t interval_ns) K8S_MUST_CHECK;
+/* Write out what is gathered now (any thread). */
+void k8s_log_flush(void);
+/* Write out what is gathered, stop the thread; lines are written at once
+ * again. Before the program exits. */
+void k8s_log_unbuffer(void);
 
 /* printf-style message with no extra fields. */
 void k8s_logf(int level, const char *fmt, ...) K8S_PRINTF(2, 3);

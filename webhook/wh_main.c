@@ -104,6 +104,10 @@ static int run_server(struct wh_config *cfg, struct wh_tls *tls, struct k8s_metr
                  json_pack("{s:s, s:i, s:b, s:s, s:s}", "address", cfg->bind_address, "port",
                            wh_server_port(srv), "standalone", cfg->standalone, "cluster",
                            wh_config_cluster(cfg), "version", MLD_VERSION));
+    /* the admission lines are gathered for up to 100 ms: one write(2) per
+     * buffer full instead of one per request */
+    if (k8s_log_buffer(100 * K8S_NSEC_PER_MSEC) < 0)
+        k8s_logf(K8S_LOG_WARN, "admission log lines are written one at a time (out of memory)");
     int sig = 0;
     sigwait(stop_set, &sig);
     int64_t deadline = k8s_mono_ns() + cfg->shutdown_timeout_ns;
@@ -112,6 +116,7 @@ static int run_server(struct wh_config *cfg, struct wh_tls *tls, struct k8s_metr
     int left = wh_server_wait(srv, deadline);
     k8s_log_json(left ? K8S_LOG_WARN : K8S_LOG_INFO, "stopped",
                  json_pack("{s:i}", "unanswered", left));
+    k8s_log_unbuffer();
     wh_server_free(srv);
     return 0;
 }

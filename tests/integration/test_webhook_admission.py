@@ -8,6 +8,7 @@ import copy
 import json
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
@@ -349,7 +350,13 @@ class MalformedInputTest(unittest.TestCase):
         d = copy.deepcopy(self.valid)
         d["request"]["uid"] = "log-check-uid"
         self.wh.review(d)
-        lines = [x for x in self.wh.log_lines() if x.get("uid") == "log-check-uid"]
+        # admission lines are gathered for up to 100 ms before they are written
+        deadline = time.monotonic() + 5
+        while True:
+            lines = [x for x in self.wh.log_lines() if x.get("uid") == "log-check-uid"]
+            if lines or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         self.assertEqual(len(lines), 1)
         line = lines[0]
         for k in ("ts", "level", "namespace", "object", "workload", "decision", "reason", "us"):

@@ -173,3 +173,85 @@ Test(k8s_log, json_fields_and_printf)
     json_decref(v);
     free(text);
 }
+
+/* ---------- buffered per-request lines ---------- */
+
+/* Everything written within about `ms` (polls; returns once something came). */
+static char *drain_within(int ms)
+{
+    for (int i = 0; i < ms; i++) {
+        char *s = drain();
+        if (*s)
+            return s;
+        free(s);
+        usleep(1000);
+    }
+    return drain();
+}
+
+/* Gathered lines wait for the flush; any other line writes them out first,
+ * so the order holds; unbuffering writes out the rest. */
+Test(k8s_log, buffered_lines_in_order)
+{
+    cr_assert_eq(k8s_log_buffer(3600 * (int64_t)1000000000), 0); /* no timer flush here */
+    const struct k8s_log_field f1[] = {{"n", NULL, 1}}, f2[] = {{"n", NULL, 2}};
+    k8s_log_fields(K8S_LOG_INFO, "req", f1, 1);
+    k8s_log_fields(K8S_LOG_INFO, "req", f2, 1);
+    char *s = drain();
+    cr_expect_str_eq(s, "", "gathered, not yet written");
+    free(s);
+    k8s_log_fields(K8S_LOG_WARN, "warned", f1, 1); /* not gathered */
+    s = drain();
+    const char *a = strstr(s, "\"n\":1}"), *b = strstr(s, "\"n\":2}"), *w = strstr(s, "warned");
+    cr_expect(a && b && w && a < b && b < w, "in order: %s", s);
+    free(s);
+    k8s_log_fields(K8S_LOG_INFO, "last", f1, 1);
+    k8s_log_unbuffer();
+    s = drain();
+    cr_expect_not_null(strstr(s, "\"last\""), "unbuffer writes out the rest: %s", s);
+    free(s);
+    k8s_log_fields(K8S_LOG_INFO, "direct", f1, 1);
+    s = drain();
+    cr_expect_not_null(strstr(s, "direct"), "written at once again");
+    free(s);
+    k8s_log_unbuffer(); /* twice is harmless */
+}
+
+/* A full buffer is written without waiting for the timer, lines whole. */
+Test(k8s_log, buffered_full_buffer_written)
+{
+    cr_assert_eq(k8s_log_buffer(3600 * (int64_t)1000000000), 0);
+    char val[200];
+    memset(val, 'v', sizeof(val) - 1);
+    val[sizeof(val) - 1] = '\0';
+    const struct k8s_log_field f[] = {{"v", val}};
+    for (int i = 0; i < 1000; i++) /* ~270 KB */
+        k8s_log_fields(K8S_LOG_INFO, "req", f, 1);
+    char *s = drain();
+    size_t n = strlen(s), lines = 0;
+    cr_expect_gt(n, 64 * 1024 - 300, "written as the buffer filled");
+    cr_assert(n > 0 && s[n - 1] == '\n', "whole lines only");
+    for (char *p = s; (p = strchr(p, '\n')); p++)
+        lines++;
+    free(s);
+    k8s_log_unbuffer();
+    s = drain();
+    for (char *p = s; (p = strchr(p, '\n')); p++)
+        lines++;
+    cr_expect_eq(lines, 1000, "every line, once");
+    free(s);
+}
+
+/* The thread writes gathered lines out at the interval. */
+Test(k8s_log, buffered_timer_flush)
+{
+    cr_assert_eq(k8s_log_buffer(10 * 1000 * 1000), 0);
+    cr_expect_eq(k8s_log_buffer(10 * 1000 * 1000), 0, "already on");
+    const struct k8s_log_field f[] = {{"n", NULL, 5}};
+    k8s_log_fields(K8S_LOG_INFO, "tick", f, 1);
+    char *s = drain_within(5000);
+    cr_expect_not_null(strstr(s, "\"tick\""), "written by the thread: %s", s);
+    free(s);
+    k8s_log_unbuffer();
+    cr_expect_eq(k8s_log_buffer(0), -K8S_EINVAL);
+}
