@@ -29,7 +29,7 @@ void k8s_jsonpatch_text_done(struct k8s_jsonpatch_text *t)
  * `extra` bytes, at *ret_tail: after the "[" of the first operation (the
  * typical patch, a few KiB, in one allocation) or the "," after the last.
  * t->at is where they go. */
-static int reopen(struct k8s_jsonpatch_text *t, size_t extra, char **ret_tail)
+static int reopen_slow(struct k8s_jsonpatch_text *t, size_t extra, char **ret_tail)
 {
     struct k8s_buf *b = &t->buf;
     if (t->closed) {
@@ -45,6 +45,19 @@ static int reopen(struct k8s_jsonpatch_text *t, size_t extra, char **ret_tail)
     k8s_buf_commit(b, lead);
     t->at = b->len;
     *ret_tail = tail + lead;
+    return 0;
+}
+
+static inline int reopen(struct k8s_jsonpatch_text *t, size_t extra, char **ret_tail)
+{
+    struct k8s_buf *b = &t->buf;
+    if (t->closed || !t->n || extra + 1 >= b->alloc - b->len || extra + 1 > b->max - b->len)
+        return reopen_slow(t, extra, ret_tail);
+    char *p = b->data + b->len; /* the usual: a "," after the last, room there */
+    p[0] = ',';
+    p[1] = '\0';
+    t->at = ++b->len;
+    *ret_tail = p + 1;
     return 0;
 }
 
@@ -207,22 +220,11 @@ int k8s_jsonpatch_text_path_index(struct k8s_jsonpatch_text *t, size_t i)
     return k8s_buf_append(&t->buf, d, (size_t)(digits + sizeof(digits) - 1 - d));
 }
 
-int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t)
-{
-    return k8s_buf_append(&t->buf, "\",\"value\":", 10);
-}
-
 int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op, const char *path)
 {
     int r = k8s_jsonpatch_text_open(t, op);
     r = r ? r : k8s_jsonpatch_text_path(t, path, strlen(path));
     return r ? r : k8s_jsonpatch_text_value(t);
-}
-
-int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t)
-{
-    t->n++;
-    return k8s_buf_append(&t->buf, "}", 1);
 }
 
 int k8s_jsonpatch_text_string(struct k8s_jsonpatch_text *t, const char *op, const char *path,

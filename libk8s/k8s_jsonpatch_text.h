@@ -60,10 +60,18 @@ int k8s_jsonpatch_text_path_seg(struct k8s_jsonpatch_text *t, const char *seg) K
 
 /* "/<i>", or "/-" for K8S_JSONPATCH_TEXT_END. */
 int k8s_jsonpatch_text_path_index(struct k8s_jsonpatch_text *t, size_t i) K8S_MUST_CHECK;
-/* End the path: ","value": — the value follows. */
-int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t) K8S_MUST_CHECK;
+/* End the path: ","value": — the value follows. (Inline: one append.) */
+K8S_MUST_CHECK static inline int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t)
+{
+    return k8s_buf_append(&t->buf, "\",\"value\":", 10);
+}
+
 /* Close the operation begun last. */
-int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t) K8S_MUST_CHECK;
+K8S_MUST_CHECK static inline int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t)
+{
+    t->n++;
+    return k8s_buf_append(&t->buf, "}", 1);
+}
 /* One operation whose value is the string value. */
 int k8s_jsonpatch_text_string(struct k8s_jsonpatch_text *t, const char *op, const char *path,
                               const char *value) K8S_MUST_CHECK;
