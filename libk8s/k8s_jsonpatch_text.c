@@ -227,6 +227,55 @@ int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op, const
     return r ? r : k8s_jsonpatch_text_value(t);
 }
 
+/* _begin_at's pieces one call each: a piece to JSON-escape, or too long. */
+static int begin_at_slow(struct k8s_jsonpatch_text *t, const char *op, const char *base, size_t nb,
+                         const char *mid, size_t nm, const char *seg)
+{
+    int r = k8s_jsonpatch_text_open(t, op);
+    r = r ? r : k8s_jsonpatch_text_path(t, base, nb);
+    r = r ? r : k8s_jsonpatch_text_path(t, mid, nm);
+    r = r || !seg ? r : k8s_jsonpatch_text_path_seg(t, seg);
+    return r ? r : k8s_jsonpatch_text_value(t);
+}
+
+static char *put(char *o, const char *s, size_t n)
+{
+    memcpy(o, s, n);
+    return o + n;
+}
+
+int k8s_jsonpatch_text_begin_at(struct k8s_jsonpatch_text *t, const char *op, const char *base,
+                                const char *mid, const char *seg)
+{
+    static const char head[] = "{\"op\":\"", path[] = "\",\"path\":\"", value[] = "\",\"value\":";
+    base = base ? base : "";
+    mid = mid ? mid : "";
+    size_t no = strlen(op), nb = strlen(base), nm = strlen(mid), ns = seg ? strlen(seg) : 0;
+    if ((no | nb | nm | ns) >= 1 << 20 || !json_plain(op, no) || !json_plain(base, nb) ||
+        !json_plain(mid, nm))
+        return begin_at_slow(t, op, base, nb, mid, nm, seg);
+    size_t need = sizeof(head) + no + sizeof(path) + nb + nm + 2 * ns + 9 + sizeof(value);
+    char *p, *o;
+    int r = reopen(t, need, &p);
+    if (r)
+        return r;
+    o = put(put(p, head, sizeof(head) - 1), op, no);
+    o = put(put(put(o, path, sizeof(path) - 1), base, nb), mid, nm);
+    char *s = o;
+    if (seg) {
+        *o = '/';
+        o = put_seg(o + 1, seg, ns);
+    }
+    if (!o) { /* the segment needs JSON escapes: written the general way */
+        k8s_buf_commit(&t->buf, (size_t)(s - p));
+        r = path_seg_slow(&t->buf, seg);
+        return r ? r : k8s_jsonpatch_text_value(t);
+    }
+    o = put(o, value, sizeof(value) - 1);
+    k8s_buf_commit(&t->buf, (size_t)(o - p));
+    return 0;
+}
+
 int k8s_jsonpatch_text_string(struct k8s_jsonpatch_text *t, const char *op, const char *path,
                               const char *value)
 {

@@ -44,6 +44,12 @@ void k8s_jsonpatch_text_done(struct k8s_jsonpatch_text *t);
 int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op,
                              const char *path) K8S_MUST_CHECK;
 
+/* What _open, _path(base), _path(mid), _path_seg(seg) and _value write,
+ * in one reservation: base and mid are pointer text (NULL for none), seg
+ * a member name (NULL for none). The value follows. */
+int k8s_jsonpatch_text_begin_at(struct k8s_jsonpatch_text *t, const char *op, const char *base,
+                                const char *mid, const char *seg) K8S_MUST_CHECK;
+
 /* {"op":<op>,"path":" — the path's pieces follow. */
 int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op) K8S_MUST_CHECK;
 /* Open an operation with the len bytes at `at` of the text: the beginning

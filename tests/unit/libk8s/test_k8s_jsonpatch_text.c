@@ -215,3 +215,63 @@ Test(k8s_jsonpatch_text, index_digits)
     for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
         expect_pieces_as_whole("remove", "/spec/containers", NULL, idx[i]);
 }
+
+/* k8s_jsonpatch_text_begin_at writes what the calls it stands for write. */
+static void expect_begin_at(const char *op, const char *base, const char *mid, const char *seg)
+{
+    struct k8s_jsonpatch_text one, calls;
+    k8s_jsonpatch_text_init(&one);
+    k8s_jsonpatch_text_init(&calls);
+    for (int twice = 0; twice < 2; twice++) {
+        cr_assert_eq(k8s_jsonpatch_text_begin_at(&one, op, base, mid, seg), 0);
+        cr_assert_eq(k8s_buf_appends(&one.buf, "1"), 0);
+        cr_assert_eq(k8s_jsonpatch_text_end(&one), 0);
+        cr_assert_eq(k8s_jsonpatch_text_open(&calls, op), 0);
+        cr_assert_eq(k8s_jsonpatch_text_path(&calls, base ? base : "", base ? strlen(base) : 0), 0);
+        cr_assert_eq(k8s_jsonpatch_text_path(&calls, mid ? mid : "", mid ? strlen(mid) : 0), 0);
+        cr_assert_eq(seg ? k8s_jsonpatch_text_path_seg(&calls, seg) : 0, 0);
+        cr_assert_eq(k8s_jsonpatch_text_value(&calls), 0);
+        cr_assert_eq(k8s_buf_appends(&calls.buf, "1"), 0);
+        cr_assert_eq(k8s_jsonpatch_text_end(&calls), 0);
+    }
+    size_t a, b;
+    const char *got = k8s_jsonpatch_text_json(&one, &a);
+    cr_assert_str_eq(got, k8s_jsonpatch_text_json(&calls, &b), "%s %s %s %s", op, base ? base : "-",
+                     mid ? mid : "-", seg ? seg : "-");
+    cr_expect_eq(one.n, 2);
+    k8s_jsonpatch_text_done(&one);
+    k8s_jsonpatch_text_done(&calls);
+}
+
+Test(k8s_jsonpatch_text, begin_at_as_the_calls)
+{
+    expect_begin_at("add", "/spec/containers/0", "/env", NULL);
+    expect_begin_at("add", "", "/metadata", "annotations");
+    expect_begin_at("replace", "/metadata", NULL, "diagon.gke.io/identifier");
+    expect_begin_at("add", NULL, NULL, NULL);
+    expect_begin_at("a\"b", "/x", "/y", "z");   /* an op to escape */
+    expect_begin_at("add", "/q\"", "/y", "z");  /* a base to escape */
+    expect_begin_at("add", "/x", "/\\y", "z");  /* a mid to escape */
+    expect_begin_at("add", "/x", "/y", "a\nb"); /* a segment to escape */
+    static const char odd[] = {'~', '/', '"', '\\', '\n', 'x'};
+    for (size_t len = 0; len <= 24; len++)
+        for (size_t at = 0; at < len; at++)
+            for (size_t k = 0; k < sizeof(odd); k++) {
+                char s[32];
+                memset(s, 'a', len);
+                s[at] = odd[k];
+                s[len] = '\0';
+                expect_begin_at("add", "/metadata", "/annotations", s);
+                expect_begin_at(s, s[0] == '/' ? s : "/b", NULL, s);
+            }
+}
+
+/* Over the cap: -K8S_ETOOBIG, as from the calls it stands for. */
+Test(k8s_jsonpatch_text, begin_at_over_the_cap_fails)
+{
+    struct k8s_jsonpatch_text t;
+    k8s_jsonpatch_text_init(&t);
+    t.buf.max = 16;
+    cr_expect_eq(k8s_jsonpatch_text_begin_at(&t, "add", "/a/long/path", NULL, "x"), -K8S_ETOOBIG);
+    k8s_jsonpatch_text_done(&t);
+}
