@@ -119,7 +119,8 @@ bool wh_attrs_has_prefix(const struct wh_attrs *a, const char *prefix)
 {
     size_t n = strlen(prefix);
     for (size_t i = 0; i < a->n; i++)
-        if (a->kv[i].key_len >= n && !memcmp(a->kv[i].key, prefix, n))
+        if (a->kv[i].key_len >= n && (!n || a->kv[i].key[0] == prefix[0]) &&
+            !memcmp(a->kv[i].key, prefix, n))
             return true;
     return false;
 }
