@@ -61,25 +61,33 @@ static inline int reopen(struct k8s_jsonpatch_text *t, size_t extra, char **ret_
     return 0;
 }
 
-/* Whether the n bytes at s need no JSON escape (the byte loop: an op or a
- * pointer piece is a few bytes long; the word-at-a-time test for more). */
+/* Whether the n bytes at s need no JSON escape: a word at a time, the
+ * last word overlapping; under 8 bytes, two overlapping halves (or the
+ * first, middle and last byte) in one word. Nothing beyond s + n is read. */
 static bool json_plain(const char *s, size_t n)
 {
+    const unsigned char *p = (const unsigned char *)s;
     uint64_t w, any = 0;
+    if (n < 8) {
+        uint32_t lo, hi;
+        if (n >= 4) {
+            memcpy(&lo, p, 4);
+            memcpy(&hi, p + n - 4, 4);
+            w = lo | (uint64_t)hi << 32;
+        } else { /* the other bytes 'a': plain */
+            w = n ? 0x6161616161000000ULL | p[0] | (uint64_t)p[n / 2] << 8 |
+                        (uint64_t)p[n - 1] << 16
+                  : 0x6161616161616161ULL;
+        }
+        return !k8s_json_word_special(w, K8S_JSON_HIGH_PLAIN);
+    }
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        memcpy(&w, s + i, 8);
+        memcpy(&w, p + i, 8);
         any |= k8s_json_word_special(w, K8S_JSON_HIGH_PLAIN);
     }
-    if (n >= 8 && i < n) { /* the tail, overlapping */
-        memcpy(&w, s + n - 8, 8);
-        return !(any | k8s_json_word_special(w, K8S_JSON_HIGH_PLAIN));
-    }
-    for (; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        any |= c < 0x20 || c == '"' || c == '\\';
-    }
-    return !any;
+    memcpy(&w, p + n - 8, 8); /* the tail, overlapping */
+    return !(any | k8s_json_word_special(w, K8S_JSON_HIGH_PLAIN));
 }
 
 int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op)
