@@ -176,19 +176,3 @@ int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
     *ret_len = n;
     return 0;
 }
-
-size_t k8s_strjoin(char *out, size_t cap, ...)
-{
-    va_list ap;
-    size_t len = 0;
-    va_start(ap, cap);
-    for (const char *s = va_arg(ap, const char *); s && len + 1 < cap;
-         s = va_arg(ap, const char *)) {
-        size_t n = strnlen(s, cap - 1 - len);
-        memcpy(out + len, s, n);
-        len += n;
-    }
-    va_end(ap);
-    out[len] = '\0';
-    return len;
-}

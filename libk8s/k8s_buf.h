@@ -89,11 +89,28 @@ int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
 /* Contents as a C string; "" while empty. Borrowed until the next call. */
 const char *k8s_buf_str(const struct k8s_buf *b);
 
-/* Not a k8s_buf: the strings of the NULL-ended list, one after the other,
- * into the fixed array out[0..cap), cut and NUL-terminated as
+/* Not a k8s_buf: the strings of the NULL-ended array parts, one after the
+ * other, into the fixed array out[0..cap), cut and NUL-terminated as
  * snprintf(out, cap, "%s%s...") would (cap > 0). Returns the length
  * written. For fixed fields on the admission path, where printf's own
- * cost was most of the copy. */
-size_t k8s_strjoin(char *out, size_t cap, ...) __attribute__((sentinel));
+ * cost was most of the copy; inline, so a literal piece's length is known
+ * where it is written. */
+static inline size_t k8s_strjoinv(char *out, size_t cap, const char *const parts[])
+{
+    size_t len = 0;
+    for (const char *const *s = parts; *s && len + 1 < cap; s++) {
+        size_t n = strnlen(*s, cap - 1 - len);
+        memcpy(out + len, *s, n);
+        len += n;
+    }
+    out[len] = '\0';
+    return len;
+}
+
+/* k8s_strjoinv of the argument strings: k8s_strjoin(out, cap, a, b, NULL).
+ * A macro (the list as an array, no va_list to walk); it ends the list
+ * with NULL itself, so the caller's NULL is optional. */
+#define k8s_strjoin(out, cap, ...)                                                                 \
+    k8s_strjoinv((out), (cap), (const char *const[]){__VA_ARGS__, NULL})
 
 #endif

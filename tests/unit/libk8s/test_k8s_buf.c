@@ -314,3 +314,19 @@ Test(k8s_buf, strjoin_as_snprintf)
     cr_expect_eq(k8s_strjoin(one, sizeof(one), NULL), 0);
     cr_expect_str_eq(one, "");
 }
+
+/* The array form, and the list without its NULL (the macro adds one). */
+Test(k8s_buf, strjoinv_and_the_list_without_null)
+{
+    const char *const parts[] = {"k8s.", "JobSet", ".name", NULL};
+    char out[32], cut[8];
+    cr_expect_eq(k8s_strjoinv(out, sizeof(out), parts), 15);
+    cr_expect_str_eq(out, "k8s.JobSet.name");
+    cr_expect_eq(k8s_strjoinv(cut, sizeof(cut), parts), 7);
+    cr_expect_str_eq(cut, "k8s.Job");
+    cr_expect_eq(k8s_strjoin(out, sizeof(out), "a", "b"), 2);
+    cr_expect_str_eq(out, "ab");
+    const char *const none[] = {NULL};
+    cr_expect_eq(k8s_strjoinv(out, 1, none), 0);
+    cr_expect_str_eq(out, "");
+}
