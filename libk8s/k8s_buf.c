@@ -76,22 +76,6 @@ int k8s_buf_append_slow(struct k8s_buf *b, const void *p, size_t n)
     return 0;
 }
 
-int k8s_buf_appends(struct k8s_buf *b, const char *s)
-{
-    return k8s_buf_append(b, s, strlen(s));
-}
-
-int k8s_buf_cat(struct k8s_buf *b, ...)
-{
-    va_list ap;
-    int r = 0;
-    va_start(ap, b);
-    for (const char *s = va_arg(ap, const char *); s && r == 0; s = va_arg(ap, const char *))
-        r = k8s_buf_append(b, s, strlen(s));
-    va_end(ap);
-    return r;
-}
-
 int k8s_buf_append_int(struct k8s_buf *b, long long v)
 {
     char tmp[24], *p = tmp + sizeof(tmp);

@@ -49,9 +49,25 @@ K8S_MUST_CHECK static inline int k8s_buf_append(struct k8s_buf *b, const void *p
     return k8s_buf_append_slow(b, p, n);
 }
 
-int k8s_buf_appends(struct k8s_buf *b, const char *s) K8S_MUST_CHECK;
-/* Append each string argument in turn; the list ends with NULL. */
-int k8s_buf_cat(struct k8s_buf *b, ...) K8S_MUST_CHECK __attribute__((sentinel));
+/* Append the string s (inline: a literal's length is known at the call). */
+K8S_MUST_CHECK static inline int k8s_buf_appends(struct k8s_buf *b, const char *s)
+{
+    return k8s_buf_append(b, s, strlen(s));
+}
+
+/* Append each string of the NULL-ended array parts in turn. */
+K8S_MUST_CHECK static inline int k8s_buf_catv(struct k8s_buf *b, const char *const parts[])
+{
+    int r = 0;
+    for (const char *const *s = parts; *s && r == 0; s++)
+        r = k8s_buf_append(b, *s, strlen(*s));
+    return r;
+}
+
+/* Append each string argument in turn: k8s_buf_cat(b, a, c, NULL). A macro
+ * over k8s_buf_catv (no va_list to walk); it ends the list with NULL
+ * itself, so the caller's NULL is optional. */
+#define k8s_buf_cat(b, ...) k8s_buf_catv((b), (const char *const[]){__VA_ARGS__, NULL})
 /* Append the decimal digits of v (a '-' first when negative). */
 int k8s_buf_append_int(struct k8s_buf *b, long long v) K8S_MUST_CHECK;
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...) K8S_PRINTF(2, 3) K8S_MUST_CHECK;
