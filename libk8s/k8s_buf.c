@@ -76,22 +76,6 @@ int k8s_buf_append_slow(struct k8s_buf *b, const void *p, size_t n)
     return 0;
 }
 
-int k8s_buf_appends(struct k8s_buf *b, const char *s)
-{
-    return k8s_buf_append(b, s, strlen(s));
-}
-
-int k8s_buf_cat(struct k8s_buf *b, ...)
-{
-    va_list ap;
-    int r = 0;
-    va_start(ap, b);
-    for (const char *s = va_arg(ap, const char *); s && r == 0; s = va_arg(ap, const char *))
-        r = k8s_buf_append(b, s, strlen(s));
-    va_end(ap);
-    return r;
-}
-
 int k8s_buf_append_int(struct k8s_buf *b, long long v)
 {
     char tmp[24], *p = tmp + sizeof(tmp);
@@ -175,20 +159,4 @@ int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
     *ret_buf = buf;
     *ret_len = n;
     return 0;
-}
-
-size_t k8s_strjoin(char *out, size_t cap, ...)
-{
-    va_list ap;
-    size_t len = 0;
-    va_start(ap, cap);
-    for (const char *s = va_arg(ap, const char *); s && len + 1 < cap;
-         s = va_arg(ap, const char *)) {
-        size_t n = strnlen(s, cap - 1 - len);
-        memcpy(out + len, s, n);
-        len += n;
-    }
-    va_end(ap);
-    out[len] = '\0';
-    return len;
 }

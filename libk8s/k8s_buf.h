@@ -49,9 +49,25 @@ K8S_MUST_CHECK static inline int k8s_buf_append(struct k8s_buf *b, const void *p
     return k8s_buf_append_slow(b, p, n);
 }
 
-int k8s_buf_appends(struct k8s_buf *b, const char *s) K8S_MUST_CHECK;
-/* Append each string argument in turn; the list ends with NULL. */
-int k8s_buf_cat(struct k8s_buf *b, ...) K8S_MUST_CHECK __attribute__((sentinel));
+/* Append the string s (inline: a literal's length is known at the call). */
+K8S_MUST_CHECK static inline int k8s_buf_appends(struct k8s_buf *b, const char *s)
+{
+    return k8s_buf_append(b, s, strlen(s));
+}
+
+/* Append each string of the NULL-ended array parts in turn. */
+K8S_MUST_CHECK static inline int k8s_buf_catv(struct k8s_buf *b, const char *const parts[])
+{
+    int r = 0;
+    for (const char *const *s = parts; *s && r == 0; s++)
+        r = k8s_buf_append(b, *s, strlen(*s));
+    return r;
+}
+
+/* Append each string argument in turn: k8s_buf_cat(b, a, c, NULL). A macro
+ * over k8s_buf_catv (no va_list to walk); it ends the list with NULL
+ * itself, so the caller's NULL is optional. */
+#define k8s_buf_cat(b, ...) k8s_buf_catv((b), (const char *const[]){__VA_ARGS__, NULL})
 /* Append the decimal digits of v (a '-' first when negative). */
 int k8s_buf_append_int(struct k8s_buf *b, long long v) K8S_MUST_CHECK;
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...) K8S_PRINTF(2, 3) K8S_MUST_CHECK;
@@ -89,11 +105,28 @@ int k8s_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
 /* Contents as a C string; "" while empty. Borrowed until the next call. */
 const char *k8s_buf_str(const struct k8s_buf *b);
 
-/* Not a k8s_buf: the strings of the NULL-ended list, one after the other,
- * into the fixed array out[0..cap), cut and NUL-terminated as
+/* Not a k8s_buf: the strings of the NULL-ended array parts, one after the
+ * other, into the fixed array out[0..cap), cut and NUL-terminated as
  * snprintf(out, cap, "%s%s...") would (cap > 0). Returns the length
  * written. For fixed fields on the admission path, where printf's own
- * cost was most of the copy. */
-size_t k8s_strjoin(char *out, size_t cap, ...) __attribute__((sentinel));
+ * cost was most of the copy; inline, so a literal piece's length is known
+ * where it is written. */
+static inline size_t k8s_strjoinv(char *out, size_t cap, const char *const parts[])
+{
+    size_t len = 0;
+    for (const char *const *s = parts; *s && len + 1 < cap; s++) {
+        size_t n = strnlen(*s, cap - 1 - len);
+        memcpy(out + len, *s, n);
+        len += n;
+    }
+    out[len] = '\0';
+    return len;
+}
+
+/* k8s_strjoinv of the argument strings: k8s_strjoin(out, cap, a, b, NULL).
+ * A macro (the list as an array, no va_list to walk); it ends the list
+ * with NULL itself, so the caller's NULL is optional. */
+#define k8s_strjoin(out, cap, ...)                                                                 \
+    k8s_strjoinv((out), (cap), (const char *const[]){__VA_ARGS__, NULL})
 
 #endif

@@ -44,6 +44,12 @@ void k8s_jsonpatch_text_done(struct k8s_jsonpatch_text *t);
 int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op,
                              const char *path) K8S_MUST_CHECK;
 
+/* What _open, _path(base), _path(mid), _path_seg(seg) and _value write,
+ * in one reservation: base and mid are pointer text (NULL for none), seg
+ * a member name (NULL for none). The value follows. */
+int k8s_jsonpatch_text_begin_at(struct k8s_jsonpatch_text *t, const char *op, const char *base,
+                                const char *mid, const char *seg) K8S_MUST_CHECK;
+
 /* {"op":<op>,"path":" — the path's pieces follow. */
 int k8s_jsonpatch_text_open(struct k8s_jsonpatch_text *t, const char *op) K8S_MUST_CHECK;
 /* Open an operation with the len bytes at `at` of the text: the beginning
@@ -60,10 +66,18 @@ int k8s_jsonpatch_text_path_seg(struct k8s_jsonpatch_text *t, const char *seg) K
 
 /* "/<i>", or "/-" for K8S_JSONPATCH_TEXT_END. */
 int k8s_jsonpatch_text_path_index(struct k8s_jsonpatch_text *t, size_t i) K8S_MUST_CHECK;
-/* End the path: ","value": — the value follows. */
-int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t) K8S_MUST_CHECK;
+/* End the path: ","value": — the value follows. (Inline: one append.) */
+K8S_MUST_CHECK static inline int k8s_jsonpatch_text_value(struct k8s_jsonpatch_text *t)
+{
+    return k8s_buf_append(&t->buf, "\",\"value\":", 10);
+}
+
 /* Close the operation begun last. */
-int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t) K8S_MUST_CHECK;
+K8S_MUST_CHECK static inline int k8s_jsonpatch_text_end(struct k8s_jsonpatch_text *t)
+{
+    t->n++;
+    return k8s_buf_append(&t->buf, "}", 1);
+}
 /* One operation whose value is the string value. */
 int k8s_jsonpatch_text_string(struct k8s_jsonpatch_text *t, const char *op, const char *path,
                               const char *value) K8S_MUST_CHECK;

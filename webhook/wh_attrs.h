@@ -14,7 +14,11 @@
  * $(OTEL_RESOURCE_ATTRIBUTES_*), through wh_attrs_set_ref.
  *
  * Thread-safety: a struct wh_attrs belongs to one thread. Ownership: the
- * struct owns its strings; wh_attrs_done releases them (NULL-safe).
+ * struct owns its strings, all in one allocation with the pair array (kv:
+ * no allocation per pair); wh_attrs_done releases it (NULL-safe). The
+ * struct may be moved (copied by value, then the old one re-initialised):
+ * nothing points into the struct itself. Pointers to keys and values
+ * (wh_attrs_get, kv) are valid until the next set/put/parse on the set.
  * Failure: -K8S_ENOMEM (the set is left as it was).
  */
 #ifndef WH_ATTRS_H
@@ -28,13 +32,16 @@
 #include "k8s_err.h"
 
 struct wh_attr {
-    char *key;   /* as written into the variable; the pair's one allocation */
-    char *value; /* as written into the variable; inside key's allocation */
+    char *key;   /* as written into the variable; NUL-terminated, in the set's block */
+    char *value; /* as written into the variable; likewise */
+    size_t key_len, value_len;
 };
 
 struct wh_attrs {
-    struct wh_attr *kv;
+    struct wh_attr *kv; /* the set's one block: kv[cap], then the text */
     size_t n, cap;
+    char *text;        /* the pairs' text, "key\0value\0" each, inside kv's block */
+    size_t used, room; /* bytes of text used and available */
 };
 
 void wh_attrs_init(struct wh_attrs *a);

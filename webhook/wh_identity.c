@@ -24,31 +24,36 @@ char *wh_sorted_labels(const struct wh_map *labels)
     return r < 0 ? NULL : k8s_buf_take(&b, NULL);
 }
 
-/* Append ,"key":"value" (or {"key":"value" for the first member). */
-static int member(struct k8s_buf *b, const char *key, const char *val)
+/* Append ,"key":"value" (or {"key":"value" for the first member): key_json
+ * is "key": as JSON text, klen bytes. */
+static int member(struct k8s_buf *b, const char *key_json, size_t klen, const char *val)
 {
-    char *tail; /* the usual object in one allocation */
-    int r = b->len ? 0 : k8s_buf_reserve(b, 512, &tail);
-    r = r ? r : k8s_buf_append(b, b->len ? "," : "{", 1);
-    r = r ? r : k8s_json_write_string(key, strlen(key), b);
-    r = r ? r : k8s_buf_append(b, ":", 1);
-    return r ? r : k8s_json_write_string(val, strlen(val), b);
+    char *t; /* the usual object in one allocation */
+    int r = k8s_buf_reserve(b, b->len ? klen + 1 : klen + 512, &t);
+    if (r)
+        return r;
+    t[0] = b->len ? ',' : '{';
+    memcpy(t + 1, key_json, klen);
+    k8s_buf_commit(b, klen + 1);
+    return k8s_json_write_string(val, strlen(val), b);
 }
+
+#define MEMBER(b, key, val) member(b, "\"" key "\":", sizeof("\"" key "\":") - 1, val)
 
 /* Compact JSON text, written directly (the same bytes jansson would emit). */
 static char *identifier_json(const struct wh_workload *w, const char *cluster, json_t *warnings)
 {
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 16);
-    int r = member(&b, "metadata.name", w->name);
-    r = r ? r : member(&b, "metadata.kind", w->kind);
+    int r = MEMBER(&b, "metadata.name", w->name);
+    r = r ? r : MEMBER(&b, "metadata.kind", w->kind);
     if (*cluster)
-        r = r ? r : member(&b, "clustername", cluster);
+        r = r ? r : MEMBER(&b, "clustername", cluster);
     else
         wh_warnf(warnings, "cluster name unknown: GKE_DIAGON_IDENTIFIER omits clustername "
                            "(set --cluster-name or CLUSTER_NAME)");
     if (*w->ns)
-        r = r ? r : member(&b, "namespace", w->ns);
+        r = r ? r : MEMBER(&b, "namespace", w->ns);
     else
         wh_warnf(warnings, "namespace unknown: GKE_DIAGON_IDENTIFIER omits namespace");
     r = r ? r : k8s_buf_append(&b, "}", 1);
@@ -62,19 +67,19 @@ static char *metadata_json(const struct wh_workload *w, json_t *warnings)
     char *labels = w->labels ? wh_sorted_labels(w->labels) : NULL;
     int r = w->labels && !labels ? -K8S_ENOMEM : 0;
     if (*w->parent)
-        r = r ? r : member(&b, "parent-workload", w->parent);
+        r = r ? r : MEMBER(&b, "parent-workload", w->parent);
     if (*w->created)
-        r = r ? r : member(&b, "creation-timestamp", w->created);
+        r = r ? r : MEMBER(&b, "creation-timestamp", w->created);
     if (labels)
-        r = r ? r : member(&b, "associated-labels", labels);
-    r = r ? r : k8s_buf_appends(&b, b.len ? "}" : "{}");
+        r = r ? r : MEMBER(&b, "associated-labels", labels);
+    r = r ? r : k8s_buf_append(&b, b.len ? "}" : "{}", b.len ? 1 : 2);
     free(labels);
     if (!*w->created || !w->labels)
-        wh_warnf(warnings, "GKE_DIAGON_METADATA omits %s: %s",
-                 !*w->created && !w->labels ? "creation-timestamp and associated-labels"
-                 : !*w->created             ? "creation-timestamp"
-                                            : "associated-labels",
-                 w->unknown_why[0] ? w->unknown_why : "unknown");
+        wh_warn_cat(warnings, "GKE_DIAGON_METADATA omits ",
+                    !*w->created && !w->labels ? "creation-timestamp and associated-labels"
+                    : !*w->created             ? "creation-timestamp"
+                                               : "associated-labels",
+                    ": ", w->unknown_why[0] ? w->unknown_why : "unknown", NULL);
     return r ? NULL : k8s_buf_take(&b, NULL);
 }
 
@@ -105,18 +110,20 @@ static unsigned built_missing(const struct wh_workload *w, const char *cluster)
 int wh_identity_build(const struct wh_workload *w, const char *cluster, json_t *warnings,
                       struct wh_identity *ret)
 {
-    struct wh_identity id = {0};
-    id.identifier = identifier_json(w, cluster, warnings);
-    id.metadata = metadata_json(w, warnings);
-    if (!id.identifier || !id.metadata) {
-        wh_identity_done(&id);
+    char *identifier = identifier_json(w, cluster, warnings);
+    char *metadata = metadata_json(w, warnings);
+    if (!identifier || !metadata) {
+        free(identifier);
+        free(metadata);
         return -K8S_ENOMEM;
     }
-    if (k8s_mlrun_id(cluster, w->ns, w->kind, w->name, w->created, id.run_id) < 0)
-        id.run_id[0] = '\0'; /* the SDK would refuse; the fields it misses are below */
-    k8s_strjoin(id.cluster, sizeof(id.cluster), cluster, NULL);
-    note_missing(&id, built_missing(w, cluster));
-    *ret = id;
+    /* nothing fails from here: *ret is written in place, not copied */
+    ret->identifier = identifier;
+    ret->metadata = metadata;
+    if (k8s_mlrun_id(cluster, w->ns, w->kind, w->name, w->created, ret->run_id) < 0)
+        ret->run_id[0] = '\0'; /* the SDK would refuse; the fields it misses are below */
+    k8s_strjoin(ret->cluster, sizeof(ret->cluster), cluster, NULL);
+    note_missing(ret, built_missing(w, cluster));
     return 0;
 }
 

@@ -314,3 +314,35 @@ Test(k8s_buf, strjoin_as_snprintf)
     cr_expect_eq(k8s_strjoin(one, sizeof(one), NULL), 0);
     cr_expect_str_eq(one, "");
 }
+
+/* The array form, and the list without its NULL (the macro adds one). */
+Test(k8s_buf, strjoinv_and_the_list_without_null)
+{
+    const char *const parts[] = {"k8s.", "JobSet", ".name", NULL};
+    char out[32], cut[8];
+    cr_expect_eq(k8s_strjoinv(out, sizeof(out), parts), 15);
+    cr_expect_str_eq(out, "k8s.JobSet.name");
+    cr_expect_eq(k8s_strjoinv(cut, sizeof(cut), parts), 7);
+    cr_expect_str_eq(cut, "k8s.Job");
+    cr_expect_eq(k8s_strjoin(out, sizeof(out), "a", "b"), 2);
+    cr_expect_str_eq(out, "ab");
+    const char *const none[] = {NULL};
+    cr_expect_eq(k8s_strjoinv(out, 1, none), 0);
+    cr_expect_str_eq(out, "");
+}
+
+/* k8s_buf_cat as k8s_buf_catv of its arguments, with or without the NULL;
+ * past the cap the buffer is dropped as by any append. */
+Test(k8s_buf, catv_and_cat_without_null)
+{
+    struct k8s_buf b;
+    k8s_buf_init(&b, 8);
+    const char *const parts[] = {"ab", "", "cd", NULL};
+    cr_assert_eq(k8s_buf_catv(&b, parts), 0);
+    cr_assert_eq(k8s_buf_cat(&b, "e", "f"), 0);
+    cr_expect_str_eq(k8s_buf_str(&b), "abcdef");
+    cr_expect_eq(k8s_buf_cat(&b, "g", "hi", NULL), -K8S_ETOOBIG);
+    cr_expect_eq(b.len, 0);
+    cr_expect_null(b.data);
+    k8s_buf_done(&b);
+}

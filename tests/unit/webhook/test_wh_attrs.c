@@ -371,3 +371,77 @@ Test(wh_attrs, merge_into_is_idempotent)
         free(twice);
     }
 }
+
+/* The encoder's reference: one octet at a time. */
+static void encode_slowly(const char *v, char *out)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        bool baggage = *p == 0x21 || (*p >= 0x23 && *p <= 0x2B) || (*p >= 0x2D && *p <= 0x3A) ||
+                       (*p >= 0x3C && *p <= 0x5B) || (*p >= 0x5D && *p <= 0x7E);
+        if (baggage && *p != '%' && *p != '=' && *p != '$')
+            *out++ = (char)*p;
+        else
+            out += sprintf(out, "%%%02X", *p);
+    }
+    *out = '\0';
+}
+
+/* One odd octet at every position of texts of every length up to 48: the
+ * encoder checks 16 octets at a time, the last 16 overlapping. */
+Test(wh_attrs, odd_octet_at_every_position)
+{
+    static const unsigned char odd[] = {' ',  '"',  '$',  '%',  ',',  ';',  '=', '\\',
+                                        0x01, 0x7f, 0x80, 0xff, 0x20, 0x21, 0x7e};
+    for (size_t len = 1; len <= 48; len++)
+        for (size_t at = 0; at < len; at++)
+            for (size_t k = 0; k < sizeof(odd); k++) {
+                char in[64], want[256];
+                memset(in, 'a' + (int)(len % 26), len);
+                in[at] = (char)odd[k];
+                in[len] = '\0';
+                encode_slowly(in, want);
+                char *got = encode(in);
+                cr_assert_str_eq(got, want, "len %zu, 0x%02x at %zu", len, odd[k], at);
+                free(got);
+            }
+}
+
+/* Pairs are kept in one block that grows: keys and values (long, encoded,
+ * replaced) read back after many sets, and after the set is moved. */
+Test(wh_attrs, pairs_survive_growth_and_a_move)
+{
+    struct wh_attrs a;
+    wh_attrs_init(&a);
+    char v[600];
+    memset(v, 'x', sizeof(v) - 1);
+    v[sizeof(v) - 1] = '\0';
+    for (int i = 0; i < 40; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k %d", i);
+        v[i] = ',';
+        cr_assert_eq(wh_attrs_set(&a, k, v), 0);
+        cr_assert_eq(wh_attrs_set(&a, "k 0", i % 2 ? "odd" : "even"), 0); /* replaced in place */
+    }
+    struct wh_attrs moved = a;
+    wh_attrs_init(&a);
+    cr_expect_eq(moved.n, 40);
+    cr_expect_str_eq(wh_attrs_get(&moved, "k%200"), "odd");
+    for (int i = 1; i < 40; i++) {
+        char k[16], want[2048];
+        snprintf(k, sizeof(k), "k%%20%d", i);
+        memset(v, 'x', sizeof(v) - 1);
+        for (int j = 0; j <= i; j++)
+            v[j] = ',';
+        encode_slowly(v, want);
+        const char *got = wh_attrs_get(&moved, k);
+        cr_assert_not_null(got, "%s", k);
+        cr_expect_str_eq(got, want, "%s", k);
+        cr_expect_eq(moved.kv[i].value_len, strlen(want));
+        cr_expect_eq(moved.kv[i].key_len, strlen(k));
+    }
+    char *s = format(&moved);
+    cr_expect(!strncmp(s, "k%200=odd,k%201=%2C%2C", 22), "%.40s", s);
+    free(s);
+    wh_attrs_done(&moved);
+    wh_attrs_done(&a);
+}
