@@ -78,7 +78,7 @@ static bool shape_ok(struct ctx *x)
     if (!bad)
         return true;
     set_reason(x->out, "unexpected pod shape: %s", bad);
-    wh_warnf(x->out->warnings, "mldiagnostics: not injected: %s", bad);
+    wh_warn_cat(x->out->warnings, "mldiagnostics: not injected: ", bad, NULL);
     return false;
 }
 
@@ -179,7 +179,7 @@ static int lookup_namespace(struct ctx *x, char *why, size_t cap)
         snprintf(why, cap, "lookup of namespace %s: %s", x->in->ns,
                  err.message[0] ? err.message : k8s_strerror(r));
     if (x->lk && r != -K8S_ENOTFOUND)
-        wh_warnf(x->out->warnings, "mldiagnostics: %s", why);
+        wh_warn_cat(x->out->warnings, "mldiagnostics: ", why, NULL);
     return 0;
 }
 
@@ -194,7 +194,7 @@ static int decide(struct ctx *x)
     }
     k8s_strjoin(x->out->workload, sizeof(x->out->workload), w->kind, "/", w->name, NULL);
     if (w->lookup_failed) /* the decision below may lack the workload's labels */
-        wh_warnf(x->out->warnings, "mldiagnostics: %s", w->unknown_why);
+        wh_warn_cat(x->out->warnings, "mldiagnostics: ", w->unknown_why, NULL);
     char ns_why[200] = "";
     if (!x->in->workload && lookup_namespace(x, ns_why, sizeof(ns_why)) < 0)
         return -K8S_ENOMEM;
@@ -383,12 +383,7 @@ static int injection_value(const struct wh_envset *set, char *out)
 static int op_begin(struct ctx *x, const char *name, const char *base, const char *mid,
                     const char *seg)
 {
-    struct k8s_jsonpatch_text *t = &x->out->text;
-    int r = k8s_jsonpatch_text_open(t, name);
-    r = r ? r : k8s_jsonpatch_text_path(t, base, strlen(base));
-    r = r || !mid ? r : k8s_jsonpatch_text_path(t, mid, strlen(mid));
-    r = r || !seg ? r : k8s_jsonpatch_text_path_seg(t, seg);
-    return r ? r : k8s_jsonpatch_text_value(t);
+    return k8s_jsonpatch_text_begin_at(&x->out->text, name, base, mid, seg);
 }
 
 /* {op, base mid/seg, value: the string v} */
@@ -567,10 +562,9 @@ static void warn_incomplete(const struct ctx *x)
     if (!x->out->missing)
         return;
     k8s_mlrun_names(x->out->missing, false, names, sizeof(names));
-    wh_warnf(x->out->warnings,
-             "mldiagnostics: the identity lacks %s: the google-cloud-mldiagnostics SDK will "
-             "refuse to start a run in this pod",
-             names);
+    wh_warn_cat(x->out->warnings, "mldiagnostics: the identity lacks ", names,
+                ": the google-cloud-mldiagnostics SDK will refuse to start a run in this pod",
+                NULL);
 }
 
 static int build_patch(struct ctx *x)
