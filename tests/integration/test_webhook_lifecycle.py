@@ -32,13 +32,26 @@ def start_slow_post(wh, first_part):
     return c
 
 
+def wait_in_flight(wh, conn, n):
+    """Until the server counts n requests in flight besides the /metrics one
+    asking (its in-flight gauge), so a signal finds them arrived; bounded."""
+    deadline = time.time() + 10 * SLOW
+    while True:
+        _, _, body = wh.request("GET", "/metrics", conn=conn)
+        for line in body.decode().splitlines():
+            if line.startswith("mldiagnostics_webhook_inflight_requests "):
+                if float(line.split()[1]) >= n + 1 or time.time() > deadline:
+                    return
+        time.sleep(0.02)
+
+
 class DrainTest(unittest.TestCase):
     def test_sigterm_answers_request_in_flight(self):
         with Webhook("--shutdown-timeout", "20s") as wh:
             idle = wh.connect()
             self.assertEqual(wh.request("GET", "/readyz", conn=idle)[0], 200)
             slow = start_slow_post(wh, 100)  # in flight: half a body sent
-            time.sleep(0.2 * SLOW)
+            wait_in_flight(wh, idle, 1)  # on a busy machine its headers may arrive late
             wh.proc.send_signal(signal.SIGTERM)
             # not ready any more (as soon as the signal is handled: polled, so a
             # busy machine only makes it later), and not accepting connections
@@ -71,7 +84,7 @@ class DrainTest(unittest.TestCase):
     def test_shutdown_timeout_bounds_the_drain(self):
         with Webhook("--shutdown-timeout", "1s") as wh:
             slow = start_slow_post(wh, 10)  # never finished
-            time.sleep(0.3 * SLOW)  # its headers have arrived: it is in flight
+            wait_in_flight(wh, None, 1)  # its headers have arrived: it is in flight
             t0 = time.time()
             wh.proc.send_signal(signal.SIGTERM)
             self.assertEqual(wh.proc.wait(timeout=10 * SLOW), 0)
