@@ -80,15 +80,16 @@ Test(wh_warn, long_messages_cut_alike)
     }
 }
 
-#define X34  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-#define X272 X34 X34 X34 X34 X34 X34 X34 X34
+/* 34 plain bytes, 8 times: a literal longer than a warning may be */
+#define PLAIN34  "0123456789abcdefghijklmnopqrstuvwx"
+#define PLAIN272 PLAIN34 PLAIN34 PLAIN34 PLAIN34 PLAIN34 PLAIN34 PLAIN34 PLAIN34
 
 /* A format with nothing to format is copied, cut as printf would cut it. */
 Test(wh_warn, plain_format_cut_as_printf)
 {
     json_t *w = json_array();
-    wh_warnf(w, X272);
-    wh_warnf(w, "%s", X272);
+    wh_warnf(w, PLAIN272);
+    wh_warnf(w, "%s", PLAIN272);
     cr_assert_eq(json_array_size(w), 1);
     cr_expect_eq(strlen(at(w, 0)), WH_WARN_LEN - 1);
     cr_expect_str_eq(at(w, 0) + WH_WARN_LEN - 4, "...");
