@@ -62,15 +62,25 @@ struct req {
     long long discarded;
 };
 
-static bool is_ready(struct wh_server *s)
+static bool draining(struct wh_server *s)
 {
-    if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED))
-        return false;
+    return __atomic_load_n(&s->draining, __ATOMIC_RELAXED);
+}
+
+static bool synced(struct wh_server *s)
+{
     return !s->deps.ready || s->deps.ready(s->deps.ready_ud);
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, struct wh_server *s, int status, char *body,
-                             size_t len, const char *ctype)
+static bool is_ready(struct wh_server *s)
+{
+    return !draining(s) && synced(s);
+}
+
+/* close: answer with "Connection: close" (draining, read once by the caller
+ * so that what the answer says and whether it closes agree). */
+static enum MHD_Result queue(struct MHD_Connection *c, int status, char *body, size_t len,
+                             const char *ctype, bool close)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
@@ -80,20 +90,25 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct wh_server *s, int 
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "POST");
-    if (__atomic_load_n(&s->draining, __ATOMIC_RELAXED))
+    if (close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result r = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return r;
 }
 
-static enum MHD_Result text(struct MHD_Connection *c, struct wh_server *s, int status,
-                            const char *line)
+static enum MHD_Result text_as(struct MHD_Connection *c, int status, const char *line, bool close)
 {
     struct wh_admit_result res;
     if (wh_admit_text(status, line, WH_OUT_INVALID, &res) < 0)
         return MHD_NO;
-    return queue(c, s, res.status, res.body, res.len, res.content_type);
+    return queue(c, res.status, res.body, res.len, res.content_type, close);
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, struct wh_server *s, int status,
+                            const char *line)
+{
+    return text_as(c, status, line, draining(s));
 }
 
 static enum MHD_Result serve_metrics(struct MHD_Connection *c, struct wh_server *s)
@@ -108,19 +123,23 @@ static enum MHD_Result serve_metrics(struct MHD_Connection *c, struct wh_server 
         return text(c, s, 500, "cannot render metrics");
     size_t len;
     char *body = k8s_buf_take(&b, &len);
-    return body ? queue(c, s, 200, body, len, "text/plain; version=0.0.4; charset=utf-8") : MHD_NO;
+    return body ? queue(c, 200, body, len, "text/plain; version=0.0.4; charset=utf-8", draining(s))
+                : MHD_NO;
 }
 
 static enum MHD_Result serve_get(struct MHD_Connection *c, struct wh_server *s, enum route r)
 {
     if (r == R_METRICS)
         return serve_metrics(c, s);
-    if (r == R_READYZ && !is_ready(s))
-        return text(c, s, 503,
-                    __atomic_load_n(&s->draining, __ATOMIC_RELAXED)
-                        ? "shutting down"
-                        : "not ready: caches not synced");
-    return text(c, s, 200, "ok");
+    if (r != R_READYZ)
+        return text(c, s, 200, "ok");
+    /* One reading of the drain: a 200 never closes the connection, and the
+     * answer that closes it says why. */
+    if (draining(s))
+        return text_as(c, 503, "shutting down", true);
+    if (!synced(s))
+        return text_as(c, 503, "not ready: caches not synced", false);
+    return text_as(c, 200, "ok", false);
 }
 
 static struct wh_tlsio *tlsio_of(struct MHD_Connection *c)
@@ -138,7 +157,7 @@ static enum MHD_Result answer(struct MHD_Connection *c, struct wh_server *s, int
 {
     if (len > 0)
         wh_tlsio_hold_next(tlsio_of(c));
-    return queue(c, s, status, body, len, ctype);
+    return queue(c, status, body, len, ctype, draining(s));
 }
 
 /* The transport alone (deps.canned): the same copy and queueing as an
