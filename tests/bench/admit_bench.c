@@ -4,14 +4,19 @@
  * sockets. It separates what our code costs per review from what the
  * transport costs, which wrk's end-to-end figures cannot.
  *
- * Usage: admit_bench [-n ITERATIONS] [-b BATCHES] [-o DIR] REVIEW.json...
+ * Usage: admit_bench [-n ITERATIONS] [-b BATCHES] [-s GAP_MS] [-o DIR] REVIEW.json...
  * Prints, per file: bytes, then the fastest batch's mean µs per admission
  * (the minimum over batches is the figure least disturbed by other load
- * on a shared machine), and the median batch's. With -o, nothing is timed:
+ * on a shared machine), and the median batch's. The batches are GAP_MS
+ * (25) apart: a virtual machine's core runs slower for stretches of tens
+ * of milliseconds while its host's other work shares it (5.5 against
+ * 8 µs, back to back, on the same core), and batches run back to back
+ * all fall into one such stretch. With -o, nothing is timed:
  * each review's answer is written to DIR/<name>.response (name: the file's
  * without .review.json), as tests/fixtures/unit/admit-golden was made.
  * ADMIT_BENCH_LOG=1 logs each admission (-v 2, to stderr) as the server does.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +78,14 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int run(const struct wh_admit_ctx *ctx, const char *path, int iters, int batches)
+static void pause_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static int run(const struct wh_admit_ctx *ctx, const char *path, int iters, int batches, int gap_ms)
 {
     size_t len;
     char *body = slurp(path, &len);
@@ -94,6 +106,8 @@ static int run(const struct wh_admit_ctx *ctx, const char *path, int iters, int 
         }
         if (b > 0)
             us[b - 1] = (double)(k8s_mono_ns() - t0) / 1e3 / iters;
+        if (gap_ms > 0 && b < batches)
+            pause_ms(gap_ms);
     }
     if (rc == 0) {
         qsort(us, (size_t)batches, sizeof(*us), cmp_double);
@@ -108,21 +122,23 @@ static int run(const struct wh_admit_ctx *ctx, const char *path, int iters, int 
 
 int main(int argc, char **argv)
 {
-    int iters = 2000, batches = 7, opt;
+    int iters = 2000, batches = 15, gap_ms = 25, opt;
     const char *dir = NULL;
-    while ((opt = getopt(argc, argv, "n:b:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:b:s:o:")) != -1) {
         if (opt == 'n')
             iters = atoi(optarg);
         else if (opt == 'b')
             batches = atoi(optarg);
+        else if (opt == 's')
+            gap_ms = atoi(optarg);
         else if (opt == 'o')
             dir = optarg;
         else
             return 2;
     }
-    if (optind >= argc || iters < 1 || batches < 1) {
-        fprintf(stderr,
-                "usage: admit_bench [-n ITERATIONS] [-b BATCHES] [-o DIR] REVIEW.json...\n");
+    if (optind >= argc || iters < 1 || batches < 1 || gap_ms < 0) {
+        fprintf(stderr, "usage: admit_bench [-n ITERATIONS] [-b BATCHES] [-s GAP_MS] [-o DIR] "
+                        "REVIEW.json...\n");
         return 2;
     }
     k8s_arena_jansson_install();
@@ -140,6 +156,6 @@ int main(int argc, char **argv)
     wh_admit_init(&ctx, &cfg, NULL, NULL);
     int rc = 0;
     for (int i = optind; i < argc; i++)
-        rc |= dir ? dump(&ctx, argv[i], dir) : run(&ctx, argv[i], iters, batches);
+        rc |= dir ? dump(&ctx, argv[i], dir) : run(&ctx, argv[i], iters, batches, gap_ms);
     return rc;
 }

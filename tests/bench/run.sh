@@ -302,7 +302,7 @@ done
 
 # The admission core alone (decode, mutate, encode; no TLS, no sockets):
 # what our code costs per review, apart from the transport.
-"$bin/admit_bench" -n 2000 -b 7 "$fixtures/bench-jobset-5k.json" \
+"$bin/admit_bench" -n 2000 -b 15 -s 25 "$fixtures/bench-jobset-5k.json" \
     "$fixtures/bench-jobset-64k.json" >"$out/core.txt" || die "admit_bench failed"
 
 loaded_hwm_kb=$(status_kb "$pid_webhook" VmHWM)
