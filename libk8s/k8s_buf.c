@@ -76,16 +76,22 @@ int k8s_buf_append_slow(struct k8s_buf *b, const void *p, size_t n)
     return 0;
 }
 
-int k8s_buf_append_int(struct k8s_buf *b, long long v)
+char *k8s_put_int(char *t, long long v)
 {
-    char tmp[24], *p = tmp + sizeof(tmp);
+    char d[K8S_INT_CHARS], *p = d + sizeof(d);
     unsigned long long u = v < 0 ? 0 - (unsigned long long)v : (unsigned long long)v;
     do
         *--p = (char)('0' + u % 10);
     while (u /= 10);
     if (v < 0)
-        *--p = '-';
-    return k8s_buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+        *t++ = '-';
+    return k8s_put(t, p, (size_t)(d + sizeof(d) - p));
+}
+
+int k8s_buf_append_int(struct k8s_buf *b, long long v)
+{
+    char d[K8S_INT_CHARS];
+    return k8s_buf_append(b, d, (size_t)(k8s_put_int(d, v) - d));
 }
 
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...)

@@ -219,13 +219,8 @@ int k8s_jsonpatch_text_path_index(struct k8s_jsonpatch_text *t, size_t i)
 {
     if (i == K8S_JSONPATCH_TEXT_END)
         return k8s_buf_append(&t->buf, "/-", 2);
-    char digits[24], *d = digits + sizeof(digits);
-    *--d = '\0';
-    do
-        *--d = (char)('0' + i % 10);
-    while (i /= 10);
-    *--d = '/';
-    return k8s_buf_append(&t->buf, d, (size_t)(digits + sizeof(digits) - 1 - d));
+    char d[1 + K8S_INT_CHARS] = "/";
+    return k8s_buf_append(&t->buf, d, (size_t)(k8s_put_int(d + 1, (long long)i) - d));
 }
 
 int k8s_jsonpatch_text_begin(struct k8s_jsonpatch_text *t, const char *op, const char *path)
@@ -246,12 +241,6 @@ static int begin_at_slow(struct k8s_jsonpatch_text *t, const char *op, const cha
     return r ? r : k8s_jsonpatch_text_value(t);
 }
 
-static char *put(char *o, const char *s, size_t n)
-{
-    memcpy(o, s, n);
-    return o + n;
-}
-
 int k8s_jsonpatch_text_begin_at(struct k8s_jsonpatch_text *t, const char *op, const char *base,
                                 const char *mid, const char *seg)
 {
@@ -267,8 +256,8 @@ int k8s_jsonpatch_text_begin_at(struct k8s_jsonpatch_text *t, const char *op, co
     int r = reopen(t, need, &p);
     if (r)
         return r;
-    o = put(put(p, head, sizeof(head) - 1), op, no);
-    o = put(put(put(o, path, sizeof(path) - 1), base, nb), mid, nm);
+    o = k8s_put(k8s_put(p, head, sizeof(head) - 1), op, no);
+    o = k8s_put(k8s_put(k8s_put(o, path, sizeof(path) - 1), base, nb), mid, nm);
     char *s = o;
     if (seg) {
         *o = '/';
@@ -279,7 +268,7 @@ int k8s_jsonpatch_text_begin_at(struct k8s_jsonpatch_text *t, const char *op, co
         r = path_seg_slow(&t->buf, seg);
         return r ? r : k8s_jsonpatch_text_value(t);
     }
-    o = put(o, value, sizeof(value) - 1);
+    o = k8s_put(o, value, sizeof(value) - 1);
     k8s_buf_commit(&t->buf, (size_t)(o - p));
     return 0;
 }

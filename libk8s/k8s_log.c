@@ -226,37 +226,15 @@ void k8s_log_json(int level, const char *msg, json_t *fields)
     line_end(&b, r);
 }
 
-/* The decimal digits of v at t; returns their end. */
-static char *put_int(char *t, long long v)
-{
-    char d[24];
-    size_t n = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do
-        d[n++] = (char)('0' + u % 10);
-    while ((u /= 10) > 0);
-    if (v < 0)
-        *t++ = '-';
-    while (n > 0)
-        *t++ = d[--n];
-    return t;
-}
-
-static char *put(char *t, const char *s, size_t n)
-{
-    memcpy(t, s, n);
-    return t + n;
-}
-
 /* The line's fields after msg: ,"key":value... */
 static char *put_fields(char *t, const struct k8s_log_field *f, size_t n, const size_t klen[],
                         const size_t slen[])
 {
     for (size_t i = 0; i < n; i++) {
-        t = put(t, ",\"", 2);
-        t = put(t, f[i].key, klen[i]);
-        t = put(t, "\":", 2);
-        t = f[i].str ? k8s_json_put_string(t, f[i].str, slen[i]) : put_int(t, f[i].num);
+        t = k8s_put(t, ",\"", 2);
+        t = k8s_put(t, f[i].key, klen[i]);
+        t = k8s_put(t, "\":", 2);
+        t = f[i].str ? k8s_json_put_string(t, f[i].str, slen[i]) : k8s_put_int(t, f[i].num);
     }
     return t;
 }
@@ -272,21 +250,21 @@ void k8s_log_fields(int level, const char *msg, const struct k8s_log_field *f, s
     for (size_t i = 0; i < n; i++) {
         klen[i] = strlen(f[i].key);
         slen[i] = f[i].str ? strlen(f[i].str) : 0;
-        bound += klen[i] + 4 + (f[i].str ? K8S_JSON_STRING_MAX(slen[i]) : 24);
+        bound += klen[i] + 4 + (f[i].str ? K8S_JSON_STRING_MAX(slen[i]) : K8S_INT_CHARS);
     }
     char stack[2048], ts[40], *line = bound <= sizeof(stack) ? stack : malloc(bound);
     if (!line)
         return; /* nowhere left to report it */
     int lv = level < 0 ? 0 : level > K8S_LOG_TRACE ? K8S_LOG_TRACE : level;
     format_ts(ts, sizeof(ts));
-    char *t = put(line, "{\"ts\":\"", 7);
-    t = put(t, ts, strlen(ts));
-    t = put(t, "\",\"level\":\"", 11);
-    t = put(t, level_names[lv], strlen(level_names[lv]));
-    t = put(t, "\",\"msg\":", 8);
+    char *t = k8s_put(line, "{\"ts\":\"", 7);
+    t = k8s_put(t, ts, strlen(ts));
+    t = k8s_put(t, "\",\"level\":\"", 11);
+    t = k8s_put(t, level_names[lv], strlen(level_names[lv]));
+    t = k8s_put(t, "\",\"msg\":", 8);
     t = k8s_json_put_string(t, m, ml);
     t = put_fields(t, f, n, klen, slen);
-    t = put(t, "}\n", 2);
+    t = k8s_put(t, "}\n", 2);
     emit(line, (size_t)(t - line), level >= K8S_LOG_INFO);
     if (line != stack)
         free(line);

@@ -159,13 +159,6 @@ const char *wh_env_name(enum wh_env_id id)
 
 /* ---------- the set ---------- */
 
-/* n bytes of s at t; returns their end. */
-static char *put(char *t, const char *s, size_t n)
-{
-    memcpy(t, s, n);
-    return t + n;
-}
-
 /* The env entry of v as compact JSON text, written straight into b in one
  * reservation (the one description of an entry: the tree below is parsed
  * from it). */
@@ -181,11 +174,11 @@ static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
         &start);
     if (r < 0)
         return r;
-    t = put(start, name, sizeof(name) - 1);
+    t = k8s_put(start, name, sizeof(name) - 1);
     t = k8s_json_put_string(t, v->name, nl);
-    t = v->value ? put(t, value, sizeof(value) - 1) : put(t, from, sizeof(from) - 1);
+    t = v->value ? k8s_put(t, value, sizeof(value) - 1) : k8s_put(t, from, sizeof(from) - 1);
     t = k8s_json_put_string(t, val, vl);
-    t = put(t, "}}}", v->value ? 1 : 3);
+    t = k8s_put(t, "}}}", v->value ? 1 : 3);
     k8s_buf_commit(b, (size_t)(t - start));
     return 0;
 }

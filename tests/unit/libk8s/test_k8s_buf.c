@@ -1,5 +1,6 @@
 /* k8s_buf: growable capped buffer (curl dynbuf rules) and k8s_read_file. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,4 +346,35 @@ Test(k8s_buf, catv_and_cat_without_null)
     cr_expect_eq(b.len, 0);
     cr_expect_null(b.data);
     k8s_buf_done(&b);
+}
+
+/* The one decimal writer (the log line's numbers, JSON integers, patch
+ * path indices): every width, both extremes, and no byte past the end. */
+Test(k8s_buf, put_int_and_append_int)
+{
+    static const struct {
+        long long v;
+        const char *want;
+    } cases[] = {{0, "0"},
+                 {7, "7"},
+                 {-1, "-1"},
+                 {10, "10"},
+                 {1234567890123LL, "1234567890123"},
+                 {LLONG_MAX, "9223372036854775807"},
+                 {LLONG_MIN, "-9223372036854775808"}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[K8S_INT_CHARS + 1];
+        memset(out, '#', sizeof(out));
+        char *end = k8s_put_int(out, cases[i].v);
+        cr_assert_leq((size_t)(end - out), (size_t)K8S_INT_CHARS);
+        cr_expect_eq(*end, '#', "wrote past the digits of %lld", cases[i].v);
+        *end = '\0';
+        cr_expect_str_eq(out, cases[i].want);
+        struct k8s_buf b;
+        k8s_buf_init(&b, strlen(cases[i].want)); /* exactly the room it needs */
+        cr_assert_eq(k8s_buf_append_int(&b, cases[i].v), 0);
+        cr_expect_str_eq(k8s_buf_str(&b), cases[i].want);
+        cr_expect_eq(k8s_buf_append_int(&b, 1), -K8S_ETOOBIG);
+        k8s_buf_done(&b);
+    }
 }
