@@ -70,20 +70,6 @@ K8S_MUST_CHECK static inline int k8s_buf_catv(struct k8s_buf *b, const char *con
 #define k8s_buf_cat(b, ...) k8s_buf_catv((b), (const char *const[]){__VA_ARGS__, NULL})
 /* Append the decimal digits of v (a '-' first when negative). */
 int k8s_buf_append_int(struct k8s_buf *b, long long v) K8S_MUST_CHECK;
-
-/* For writers that reserve room once (k8s_buf_reserve, or a bounded
- * array) and store into it: n bytes of s at t, returning their end. */
-static inline char *k8s_put(char *t, const void *s, size_t n)
-{
-    memcpy(t, s, n);
-    return t + n;
-}
-
-/* The most bytes k8s_put_int writes: "-9223372036854775808". */
-#define K8S_INT_CHARS 20
-/* The decimal digits of v at t (a '-' first when negative; no NUL),
- * returning their end. */
-char *k8s_put_int(char *t, long long v);
 int k8s_buf_printf(struct k8s_buf *b, const char *fmt, ...) K8S_PRINTF(2, 3) K8S_MUST_CHECK;
 
 int k8s_buf_reserve_slow(struct k8s_buf *b, size_t n, char **ret_tail) K8S_MUST_CHECK;
@@ -105,6 +91,20 @@ static inline void k8s_buf_commit(struct k8s_buf *b, size_t n)
     b->len += n;
     b->data[b->len] = '\0';
 }
+
+/* For writers that reserve room once (k8s_buf_reserve, or a bounded
+ * array) and store into it: n bytes of s at t, returning their end. */
+static inline char *k8s_put(char *t, const void *s, size_t n)
+{
+    memcpy(t, s, n);
+    return t + n;
+}
+
+/* The most bytes k8s_put_int writes: "-9223372036854775808". */
+#define K8S_INT_CHARS 20
+/* The decimal digits of v at t (a '-' first when negative; no NUL),
+ * returning their end. */
+char *k8s_put_int(char *t, long long v);
 
 /* Hand the contents out (caller frees with free(); never NULL unless OOM:
  * an empty buffer yields ""). The buffer is reset to empty. */

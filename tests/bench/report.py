@@ -131,8 +131,9 @@ def main():
     if meta.get("core_5k_us"):
         p("")
         p("Admission core alone (`admit_bench`: decode, mutate, encode; no TLS or sockets; "
-          "fastest of 15 batches 25 ms apart): %s µs for the 5k review, %s µs for the 64k review."
-          % (meta["core_5k_us"], meta.get("core_64k_us", "?")))
+          "fastest of %s batches %s ms apart): %s µs for the 5k review, %s µs for the 64k review."
+          % (meta.get("core_batches", "?"), meta.get("core_gap_ms", "?"), meta["core_5k_us"],
+             meta.get("core_64k_us", "?")))
     all_runs = [r for v in runs.values() for r in v] + [r for v in runs1.values() for r in v]
     noisy = [r["other_cpu"] for r in all_runs if r["other_cpu"] > 0.25]
     if noisy:

@@ -302,7 +302,8 @@ done
 
 # The admission core alone (decode, mutate, encode; no TLS, no sockets):
 # what our code costs per review, apart from the transport.
-"$bin/admit_bench" -n 2000 -b 15 -s 25 "$fixtures/bench-jobset-5k.json" \
+core_batches=15 core_gap_ms=25 # the bench's choice (admit_bench's defaults too); the report names it
+"$bin/admit_bench" -n 2000 -b "$core_batches" -s "$core_gap_ms" "$fixtures/bench-jobset-5k.json" \
     "$fixtures/bench-jobset-64k.json" >"$out/core.txt" || die "admit_bench failed"
 
 loaded_hwm_kb=$(status_kb "$pid_webhook" VmHWM)
@@ -319,6 +320,8 @@ go_idle_rss_kb=$go_idle_rss_kb
 go_hwm_kb=$go_hwm_kb
 cached_idle_rss_kb=$cached_idle_rss_kb
 cached_hwm_kb=$cached_hwm_kb
+core_batches=$core_batches
+core_gap_ms=$core_gap_ms
 core_5k_us=$(awk 'NR == 1 { print $3 }' "$out/core.txt")
 core_64k_us=$(awk 'NR == 2 { print $3 }' "$out/core.txt")
 EOF
