@@ -10,6 +10,9 @@
 #   make e2e    the end-to-end tier alone (E2E_ARGS="-k jobset" to filter)
 #   make run    self-signed cert, standalone webhook on https://127.0.0.1:8443,
 #               one sample admission printed, serves until Ctrl-C
+#   make test-repeat  the release suites REPEAT times (default 3), ctest -j
+#               2×cores while a CPU hog spins on every core; lists every test
+#               that failed at least once (scripts/test-repeat.sh)
 #   make bench  webhook vs a Go net/http peer vs nginx (wrk over TLS); the
 #               operator's capture across 1,536 profilers with 10,000 pods cached;
 #               500 pod creates through the real kube-apiserver per webhook
@@ -22,7 +25,7 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all deps build test test-release test-asan test-tsan test-e2e e2e cluster cluster-down run bench fuzz \
+.PHONY: all deps build test test-repeat test-release test-asan test-tsan test-e2e e2e cluster cluster-down run bench fuzz \
         format format-check clean manifests
 
 all: build
@@ -68,6 +71,12 @@ test-tsan:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DSANITIZE=thread >/dev/null
 	cmake --build $(TSAN_BUILD) -j $(JOBS)
 	$(WITH_HELM) TSAN_OPTIONS=$(TSAN_OPTIONS_ALL) ctest --test-dir $(TSAN_BUILD) $(CTEST_ARGS)
+
+REPEAT ?= 3
+test-repeat: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+	@$(WITH_HELM) scripts/test-repeat.sh $(BUILD) $(REPEAT)
 
 # The end-to-end tier runs the release binaries of $(BUILD).
 test-e2e:

@@ -178,7 +178,7 @@ static int list_page(struct k8s_watch *w, const char *cont, json_t *items, char 
         r = append_param(&path, "labelSelector", w->selector);
     struct k8s_req rq = {.method = "GET",
                          .path = k8s_buf_str(&path),
-                         .timeout_ms = 60000,
+                         .timeout_ms = K8S_WATCH_LIST_TIMEOUT_MS,
                          .accept = w->spec.metadata_only ? K8S_ACCEPT_META_LIST : NULL};
     struct k8s_resp resp = {0};
     json_t *page = NULL;
@@ -201,11 +201,13 @@ static int list_page(struct k8s_watch *w, const char *cont, json_t *items, char 
     return r;
 }
 
-/* Every page; an expired continue token restarts the list once. */
-static int list_all(struct k8s_watch *w, struct k8s_error *err)
+/* Every page, staged into *ret (new: key → the store's form; NULL on
+ * failure); an expired continue token restarts the list once. Publishes
+ * nothing: the caller orders the store and the flags. */
+static int list_all(struct k8s_watch *w, json_t **ret, struct k8s_error *err)
 {
     char cont[4096] = "", next[4096];
-    json_t *items = json_object(); /* staged: key → the store's form */
+    json_t *items = json_object();
     int r = items ? 0 : -K8S_ENOMEM, restarts = 0;
     while (r == 0 && !stopping(w)) {
         r = list_page(w, cont, items, next, sizeof(next), err);
@@ -219,10 +221,12 @@ static int list_all(struct k8s_watch *w, struct k8s_error *err)
             break;
         memcpy(cont, next, sizeof(cont));
     }
-    if (r == 0 && !w->stop)
-        replace(w, json_incref(items));
-    json_decref(items);
-    return stopping(w) ? -K8S_ETERMINAL : r;
+    if (r < 0 || stopping(w)) {
+        json_decref(items);
+        return stopping(w) ? -K8S_ETERMINAL : r;
+    }
+    *ret = items;
+    return 0;
 }
 
 /* ---------- watch ---------- */
@@ -295,15 +299,21 @@ static int watch_once(struct k8s_watch *w, struct k8s_error *err)
 
 /* ---------- the loop ---------- */
 
-/* List until it works (or stop). Returns false when stopped. */
+/* List until it works (or stop). Returns false when stopped.
+ * Publication order, so that what a reader sees is always consistent:
+ * absent is cleared before the listed objects reach the store and set only
+ * after the store was emptied (no object is ever visible while absent
+ * reads true); synced is set after the store holds the first list. */
 static bool sync_list(struct k8s_watch *w)
 {
     while (!stopping(w)) {
         struct k8s_error err = {0};
-        int r = list_all(w, &err);
+        json_t *items = NULL;
+        int r = list_all(w, &items, &err);
         count(&w->lists);
         if (r == 0) {
             __atomic_store_n(&w->absent, false, __ATOMIC_RELEASE);
+            replace(w, items);
             __atomic_store_n(&w->synced, true, __ATOMIC_RELEASE);
             report(w, K8S_WATCH_SYNCED, NULL);
             if (w->hooks.listed)

@@ -47,6 +47,10 @@ enum k8s_watch_state {
 
 enum k8s_watch_event_type { K8S_EV_ADDED, K8S_EV_MODIFIED, K8S_EV_DELETED };
 
+/* The timeout of each list request (one page). With backoff_max_ms it
+ * bounds how long a change takes to reach the store after a fault. */
+#define K8S_WATCH_LIST_TIMEOUT_MS 60000
+
 struct k8s_watch_spec {
     const char *resource;       /* for messages, e.g. "jobsets.jobset.x-k8s.io" */
     const char *path;           /* collection path, e.g. "/apis/jobset.x-k8s.io/v1alpha2/jobsets" */
@@ -84,6 +88,11 @@ int k8s_watch_start(struct k8s_client *c, const struct k8s_watch_spec *spec,
 /* Stop the thread (ends a stream within ~100 ms) and free. NULL-safe. */
 void k8s_watch_free(struct k8s_watch *w);
 
+/* Publication order (acquire loads; the store's lock orders the rest):
+ * synced turns true only once the store holds the first list's objects;
+ * a reader that saw an object of this collection in the store then reads
+ * absent false (absent is cleared before a list's objects are stored and
+ * set only after the store was emptied). */
 bool k8s_watch_synced(const struct k8s_watch *w);
 bool k8s_watch_absent(const struct k8s_watch *w);
 /* Counters for metrics: lists done, watches (re)started, failures. */

@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
+#include "k8s_rlimit.h"
 #include "k8s_client.h"
 #include "k8s_config.h"
 #include "k8s_log.h"
@@ -78,16 +78,6 @@ static void bound_heap(void)
 {
     mallopt(M_ARENA_MAX, MALLOC_ARENAS);
     mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_B);
-}
-
-/* Enough descriptors for a connection per target pod (1,536 and more). */
-static void raise_fd_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
 }
 
 static int parse(struct op_config *cfg, int argc, char **argv)
@@ -198,7 +188,7 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
     bound_heap();
-    raise_fd_limit();
+    (void)k8s_rlimit_raise_nofile(); /* a connection per target pod: 1,536 and more */
 
     struct k8s_client *client = NULL;
     struct k8s_metrics *m = k8s_metrics_new();

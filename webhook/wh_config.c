@@ -28,7 +28,12 @@ void wh_config_init(struct wh_config *cfg)
         .max_request_bytes = 8 << 20,
         .shutdown_timeout_ns = 10 * K8S_NSEC_PER_SEC,
         .request_timeout_ns = 10 * K8S_NSEC_PER_SEC,
-        .max_connections = 1024,
+        .handshake_timeout_ns = 5 * K8S_NSEC_PER_SEC,
+        /* room for a whole 16 KiB TLS record per read plus the headers (a
+         * 16 KiB pool split records into two reads); not more by default:
+         * libmicrohttpd zeroes the whole pool before each keep-alive request */
+        .connection_memory = 32 << 10,
+        .max_connections = 4096,
         .threads = ncpu < WH_THREADS_MAX_DEFAULT ? ncpu : WH_THREADS_MAX_DEFAULT,
         .budget_ns = 2 * K8S_NSEC_PER_SEC,
         .cluster_name = env_or("CLUSTER_NAME", ""),
@@ -60,7 +65,15 @@ static const struct k8s_flag flags[] = {
      3600 * SEC},
     {"request-timeout", K8S_FLAG_DURATION, AT(request_timeout_ns),
      "close connections idle or stalled this long", SEC, 3600 * SEC},
-    {"max-connections", K8S_FLAG_INT, AT(max_connections), "concurrent connection cap", 1, 65536},
+    {"handshake-timeout", K8S_FLAG_DURATION, AT(handshake_timeout_ns),
+     "close a new connection that has not finished TLS and sent its first request's headers "
+     "this long after it was accepted",
+     SEC, 3600 * SEC},
+    {"connection-memory", K8S_FLAG_BYTES, AT(connection_memory),
+     "each connection's buffer for request headers and reads; headers that do not fit get 431",
+     16 << 10, 1 << 20},
+    {"max-connections", K8S_FLAG_INT, AT(max_connections),
+     "concurrent connection cap; connections over it are closed at once", 1, 65536},
     {"threads", K8S_FLAG_INT, AT(threads), "server threads (the default: usable CPUs, at most 8)",
      1, 256},
     {"admission-budget", K8S_FLAG_DURATION, AT(budget_ns),

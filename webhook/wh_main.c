@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_rlimit.h"
 #include "k8s_arena.h"
 #include "k8s_log.h"
 #include "k8s_metrics.h"
@@ -151,6 +152,11 @@ static int serve(int argc, char **argv, int argi)
         return text ? 0 : 1;
     }
     k8s_log_set_level((int)cfg.verbosity);
+    unsigned long nofile = k8s_rlimit_raise_nofile();
+    if (nofile && nofile < (unsigned long)cfg.max_connections + 64) /* + listeners, API, files */
+        k8s_log_json(K8S_LOG_WARN, "the descriptor limit is below --max-connections",
+                     json_pack("{s:I, s:I}", "limit", (json_int_t)nofile, "max_connections",
+                               (json_int_t)cfg.max_connections));
     sigset_t stop_set;
     block_signals(&stop_set);
     struct wh_tls *tls = NULL;

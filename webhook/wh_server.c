@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +17,25 @@
 #include "k8s_log.h"
 #include "k8s_time.h"
 #include "wh_admit.h"
+#include "wh_reaper.h"
 #include "wh_tlsio.h"
 
 /* TLS 1.2 and 1.3 only, AEAD ciphers only, and the server's order wins:
  * AES-128-GCM first (what Go's crypto/tls, the API server's side, prefers
  * on AES-NI hardware; 40% cheaper per byte than AES-256-GCM, and a 64 KiB
- * review is mostly cipher work), then AES-256-GCM, then ChaCha20. */
+ * review is mostly cipher work), then AES-256-GCM, then ChaCha20. Key
+ * exchange: X25519 first, the group Go's crypto/tls and OpenSSL send a key
+ * share for; with GnuTLS's default order (P-256 first) each new connection
+ * cost a HelloRetryRequest, one more round trip. */
 #define TLS_PRIORITIES                                                                             \
     "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"            \
-    "+CHACHA20-POLY1305:%SERVER_PRECEDENCE"
+    "+CHACHA20-POLY1305:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:"               \
+    "+GROUP-SECP521R1:%SERVER_PRECEDENCE"
+
+/* The kernel's queue of connections not yet accepted (capped by
+ * net.core.somaxconn): a burst of the API server's connections, or idle
+ * ones held there by TCP_DEFER_ACCEPT, must not fill it. */
+#define LISTEN_BACKLOG 4096
 
 enum route { R_NONE, R_MUTATE, R_HEALTHZ, R_READYZ, R_METRICS };
 
@@ -34,7 +46,15 @@ enum route { R_NONE, R_MUTATE, R_HEALTHZ, R_READYZ, R_METRICS };
  * whichever thread wakes first, and one core often ends up with them all. */
 struct worker {
     struct MHD_Daemon *d;
+    struct wh_server *s;
     int conns; /* open connections (atomic) */
+};
+
+/* Each TLS connection's own state, its socket context: the transport and
+ * the reaper's entry until its first request. */
+struct conn {
+    struct wh_tlsio *io; /* NULL without memory for it: GnuTLS's plain transport */
+    struct wh_reaper_entry reap;
 };
 
 struct wh_server {
@@ -42,6 +62,7 @@ struct wh_server {
     struct wh_admit_ctx admit;
     struct worker *workers;
     size_t nworkers;
+    struct wh_reaper *reaper; /* --handshake-timeout */
     struct MHD_Daemon *plain_d;
     int listen_fd;
     pthread_t acceptor;
@@ -142,11 +163,17 @@ static enum MHD_Result serve_get(struct MHD_Connection *c, struct wh_server *s, 
     return text_as(c, 200, "ok", false);
 }
 
-static struct wh_tlsio *tlsio_of(struct MHD_Connection *c)
+static struct conn *conn_of(struct MHD_Connection *c)
 {
     const union MHD_ConnectionInfo *i =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return i ? i->socket_context : NULL;
+}
+
+static struct wh_tlsio *tlsio_of(struct MHD_Connection *c)
+{
+    struct conn *k = conn_of(c);
+    return k ? k->io : NULL;
 }
 
 /* The answer to a POST /mutate. libmicrohttpd sends its headers and then,
@@ -209,12 +236,22 @@ static long long declared_length(struct MHD_Connection *c)
 }
 
 /* First call for a request: route it, refuse what can be refused early. */
+/* The first request's headers arrived: the reaper lets the connection be
+ * (libmicrohttpd's --request-timeout bounds it from now on). */
+static void first_request(struct wh_server *s, struct MHD_Connection *c)
+{
+    struct conn *k = conn_of(c);
+    if (k)
+        wh_reaper_remove(s->reaper, &k->reap);
+}
+
 static enum MHD_Result begin(struct wh_server *s, struct MHD_Connection *c, const char *url,
                              const char *method, void **con_cls)
 {
     struct req *rq = calloc(1, sizeof(*rq));
     if (!rq)
         return MHD_NO;
+    first_request(s, c);
     rq->start_ns = k8s_mono_ns();
     rq->route = route_of(url);
     k8s_buf_init(&rq->body, (size_t)s->deps.cfg->max_request_bytes);
@@ -363,37 +400,46 @@ static int resolve(const char *host, const char *port, struct sockaddr_storage *
 }
 
 /* The acceptor counts a connection when it hands it over (the worker's
- * STARTED notice comes later, after more accepts); CLOSED uncounts it. */
+ * STARTED notice comes later, after more accepts); CLOSED uncounts it.
+ * libmicrohttpd sends CLOSED after gnutls_deinit and before it closes the
+ * descriptor, so the reaper lets go of it in time. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
     struct worker *w = cls;
+    struct conn *k = *socket_context;
     if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-        wh_tlsio_free(*socket_context); /* after gnutls_deinit */
+        if (k) {
+            wh_reaper_remove(w->s->reaper, &k->reap);
+            wh_tlsio_free(k->io);
+            free(k);
+        }
         *socket_context = NULL;
         __atomic_sub_fetch(&w->conns, 1, __ATOMIC_RELAXED);
         return;
     }
     /* STARTED: before the first read. Without memory for the read-ahead
-     * the connection keeps GnuTLS's plain transport. */
+     * the connection keeps GnuTLS's plain transport; without memory for
+     * its state it is closed. */
     const union MHD_ConnectionInfo *tls =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
     const union MHD_ConnectionInfo *fd =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    struct wh_tlsio *io = NULL;
-    if (tls && tls->tls_session && fd &&
-        wh_tlsio_attach(tls->tls_session, fd->connect_fd, &io) == 0)
-        *socket_context = io;
+    if (!fd || !(k = calloc(1, sizeof(*k)))) {
+        if (fd)
+            (void)shutdown(fd->connect_fd, SHUT_RDWR);
+        return;
+    }
+    if (tls && tls->tls_session && wh_tlsio_attach(tls->tls_session, fd->connect_fd, &k->io) < 0)
+        k->io = NULL; /* GnuTLS's plain transport */
+    *socket_context = k;
+    wh_reaper_add(w->s->reaper, &k->reap, fd->connect_fd);
 }
-
-/* Each connection's memory pool: room for a whole 16 KiB TLS record per
- * read plus the headers (a 16 KiB pool split records into two reads).
- * Not more: MHD zeroes the whole pool before each keep-alive request. */
-#define CONN_MEMORY (32 * 1024)
 
 static int start_worker(struct wh_server *s, struct worker *w, bool ipv6)
 {
     const struct wh_config *cfg = s->deps.cfg;
+    w->s = s;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS | MHD_USE_ITC |
                      MHD_USE_TURBO | MHD_USE_NO_LISTEN_SOCKET | (ipv6 ? MHD_USE_IPv6 : 0);
     w->d = MHD_start_daemon(
@@ -401,7 +447,7 @@ static int start_worker(struct wh_server *s, struct worker *w, bool ipv6)
         MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)(cfg->request_timeout_ns / K8S_NSEC_PER_SEC), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)CONN_MEMORY, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        (size_t)cfg->connection_memory, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, w, MHD_OPTION_END);
     return w->d ? 0 : -K8S_EIO;
 }
@@ -438,8 +484,11 @@ static void *accept_main(void *arg)
         }
         int total;
         struct worker *w = least_loaded(s, &total);
-        if (total >= s->deps.cfg->max_connections) {
-            close(fd); /* over --max-connections */
+        /* at --max-connections, a connection still without its first
+         * request gives way (it closes soon); with none, the new one does */
+        if (total >= s->deps.cfg->max_connections &&
+            !wh_reaper_evict_oldest(s->reaper, k8s_mono_ns())) {
+            close(fd);
             continue;
         }
         __atomic_add_fetch(&w->conns, 1, __ATOMIC_RELAXED);
@@ -455,13 +504,18 @@ static int open_listener(struct wh_server *s, const struct sockaddr_storage *ss,
     socklen_t len =
         ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 1024) < 0) {
+        bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
         int e = errno;
         if (fd >= 0)
             close(fd);
         return k8s_error_set(reterr, -K8S_EIO, "cannot listen on %s:%d: %s", cfg->bind_address,
                              (int)cfg->port, strerror(e));
     }
+    /* A connection that has sent nothing stays in the kernel (a few hundred
+     * bytes, no descriptor, no connection slot) until it does, or until
+     * --handshake-timeout has passed; every real client speaks first. */
+    int defer = (int)(cfg->handshake_timeout_ns / K8S_NSEC_PER_SEC);
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer));
     struct sockaddr_storage bound;
     len = sizeof(bound);
     getsockname(fd, (struct sockaddr *)&bound, &len);
@@ -483,6 +537,8 @@ static int start_tls(struct wh_server *s, struct k8s_error *reterr)
     if (r < 0)
         return r;
     wh_tls_install(s->deps.tls);
+    if (wh_reaper_new(cfg->handshake_timeout_ns, &s->reaper) < 0)
+        return k8s_error_set(reterr, -K8S_EIO, "cannot start the handshake-timeout thread");
     s->nworkers = (size_t)cfg->threads;
     s->workers = calloc(s->nworkers, sizeof(*s->workers));
     if (!s->workers)
@@ -556,6 +612,8 @@ static void stop(struct wh_server *s)
     free(s->workers);
     s->workers = NULL;
     s->nworkers = 0;
+    wh_reaper_free(s->reaper); /* every connection closed: no entry left */
+    s->reaper = NULL;
     if (s->plain_d)
         MHD_stop_daemon(s->plain_d);
     s->plain_d = NULL;

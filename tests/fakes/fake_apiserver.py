@@ -877,14 +877,24 @@ class Store:
         while hist and len(hist) > max(self.history_limit, 0):
             self.compacted[rkey] = hist.popleft().rv
 
-    def compact(self, rkeys=()):
-        """Drop the history of every resource seen (and of rkeys, e.g. every one served)."""
+    def compact(self, rkeys=(), expire_watches=False):
+        """Drop the history of every resource seen (and of rkeys, e.g. every one served).
+
+        expire_watches: first a write no watcher sees (the global revision moves on, as a
+        Lease or Event write would), then the compaction at it, then every open watch ends
+        abruptly, all under the lock: no bookmark can carry a watcher past the compacted
+        revision in between, so each watcher's return is answered 410."""
         with self.lock:
+            if expire_watches:
+                self.rv += 1
             for rkey in list(self.history) + list(self.objects) + list(rkeys):
                 self.history[rkey].clear()
                 self.compacted[rkey] = self.rv
             self.snapshots.clear()
             self.epoch += 1
+            if expire_watches:
+                for w in [w for ws in self.watchers.values() for w in ws]:
+                    w.close("abrupt")
 
     def drop_resource(self, res):
         with self.lock:
@@ -2265,6 +2275,11 @@ class FakeApiServer:
         """Drop the whole event history: older watch RVs and continue tokens get 410 (also for
         resources never written to)."""
         self._store.compact([r.key for r in self._registry.all()])
+
+    def expire_watches(self):
+        """Every open watch ends and the resourceVersion it had reached is compacted away, in
+        one step: each watcher's return gets ERROR 410 (Expired) for certain."""
+        self._store.compact([r.key for r in self._registry.all()], expire_watches=True)
 
     def _route(self, what, ns=None, name=None, subresource=None):
         if isinstance(what, str) and what.startswith("/"):

@@ -50,7 +50,9 @@ static void teardown(void)
     ts_fake_stop(&fake);
 }
 
-TestSuite(k8s_client_fake, .init = setup, .fini = teardown, .timeout = 60);
+/* every wait is bounded by WAIT_BOUND_NS (below), which a failing test
+ * must be able to reach and report */
+TestSuite(k8s_client_fake, .init = setup, .fini = teardown, .timeout = 180);
 
 #define JOBSETS "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets"
 
@@ -167,14 +169,40 @@ Test(k8s_client_fake, token_file_reread_after_401)
     unlink(path);
 }
 
+/* The watches here back off at most BACKOFF_MAX_MS and retry an absent
+ * collection every ABSENT_MS or sooner, so whatever they promise holds
+ * within one retry of each plus one list request: the bound of every wait
+ * below, which only a failing run ever reaches. */
+#define BACKOFF_MAX_MS 200
+#define ABSENT_MS      300
+#define WAIT_BOUND_NS  ((int64_t)(BACKOFF_MAX_MS + ABSENT_MS + K8S_WATCH_LIST_TIMEOUT_MS) * 1000000)
+
+/* Poll cond(ud) until it holds (0) or the bound passed (-1). */
+static int wait_until(bool (*cond)(void *ud, long n), void *ud, long n)
+{
+    int64_t deadline = k8s_mono_ns() + WAIT_BOUND_NS;
+    while (!cond(ud, n)) {
+        if (k8s_mono_ns() > deadline)
+            return -1;
+        usleep(10 * 1000);
+    }
+    return 0;
+}
+
+static bool size_is(void *s, long n)
+{
+    return k8s_store_size(s) == (size_t)n;
+}
+
+static bool synced(void *w, long n)
+{
+    (void)n;
+    return k8s_watch_synced(w);
+}
+
 static int wait_size(struct k8s_store *s, size_t n)
 {
-    for (int i = 0; i < 200; i++) {
-        if (k8s_store_size(s) == n)
-            return 0;
-        usleep(25 * 1000);
-    }
-    return -1;
+    return wait_until(size_is, s, (long)n);
 }
 
 Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
@@ -185,7 +213,7 @@ Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
                                   .path = "/apis/jobset.x-k8s.io/v1alpha2/jobsets",
                                   .metadata_only = true,
                                   .backoff_initial_ms = 50,
-                                  .backoff_max_ms = 200};
+                                  .backoff_max_ms = BACKOFF_MAX_MS};
     struct k8s_error err;
     for (int i = 0; i < 3; i++) {
         char name[16];
@@ -195,8 +223,8 @@ Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
         json_decref(js);
     }
     cr_assert_eq(k8s_watch_start(client, &spec, s, NULL, &w), 0);
-    cr_assert_eq(wait_size(s, 3), 0, "the list fills the store");
-    cr_assert(k8s_watch_synced(w));
+    cr_assert_eq(wait_until(synced, w, 0), 0);
+    cr_assert_eq(k8s_store_size(s), 3, "synced only once the store holds the first list");
     json_t *js = jobset("live");
     cr_assert_eq(k8s_send_json(client, "POST", JOBSETS, NULL, js, 5000, NULL, &err), 0);
     cr_assert_eq(wait_size(s, 4), 0, "the watch adds");
@@ -223,7 +251,9 @@ Test(k8s_client_fake, watch_fills_the_store_and_survives_drops)
 struct seen {
     pthread_mutex_t mu;
     int changed, listed, nrelisted;
-    char relisted[32][80]; /* "ADDED ml/a" */
+    char relisted[32][80];   /* "ADDED ml/a" */
+    struct k8s_watch *w;     /* set once started: the hooks read its flags */
+    int stored_while_absent; /* relisted objects reported while absent read true */
 };
 
 static void seen_changed(void *ud, enum k8s_watch_event_type ev, const json_t *obj)
@@ -252,6 +282,9 @@ static void seen_relisted(void *ud, enum k8s_watch_event_type ev, const char *ke
     const char *v = json_string_value(
         json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "v"));
     pthread_mutex_lock(&s->mu);
+    /* the hook runs once the store holds the list: absent must read false */
+    if (ev != K8S_EV_DELETED && s->w && k8s_watch_absent(s->w))
+        s->stored_while_absent++;
     if (s->nrelisted < 32)
         snprintf(s->relisted[s->nrelisted++], sizeof(s->relisted[0]), "%s %s%s%s", names[ev], key,
                  v ? " v=" : "", v ? v : "");
@@ -266,14 +299,21 @@ static int seen_count(struct seen *s, const int *field)
     return n;
 }
 
+struct count_of {
+    struct seen *s;
+    const int *field;
+};
+
+static bool count_reached(void *ud, long n)
+{
+    struct count_of *c = ud;
+    return seen_count(c->s, c->field) >= n;
+}
+
 static int wait_count(struct seen *s, const int *field, int n)
 {
-    for (int i = 0; i < 400; i++) {
-        if (seen_count(s, field) >= n)
-            return 0;
-        usleep(25 * 1000);
-    }
-    return -1;
+    struct count_of c = {s, field};
+    return wait_until(count_reached, &c, n);
 }
 
 static bool relisted_has(struct seen *s, const char *what)
@@ -286,6 +326,18 @@ static bool relisted_has(struct seen *s, const char *what)
     return found;
 }
 
+static bool reported(void *s, long what)
+{
+    return relisted_has(s, (const char *)what);
+}
+
+/* The relisted hook runs after the store was replaced: wait for the report
+ * itself, not for the store. */
+static int wait_relisted(struct seen *s, const char *what)
+{
+    return wait_until(reported, s, (long)what);
+}
+
 static struct k8s_watch *watch_jobsets(struct k8s_store *s, struct seen *seen, int64_t absent_ms)
 {
     struct k8s_watch_spec spec = {.resource = "jobsets",
@@ -293,11 +345,14 @@ static struct k8s_watch *watch_jobsets(struct k8s_store *s, struct seen *seen, i
                                   .metadata_only = true,
                                   .absent_retry_ms = absent_ms,
                                   .backoff_initial_ms = 50,
-                                  .backoff_max_ms = 200};
+                                  .backoff_max_ms = BACKOFF_MAX_MS};
     struct k8s_watch_hooks hooks = {
         .changed = seen_changed, .listed = seen_listed, .relisted = seen_relisted, .ud = seen};
     struct k8s_watch *w = NULL;
     cr_assert_eq(k8s_watch_start(client, &spec, s, &hooks, &w), 0);
+    pthread_mutex_lock(&seen->mu);
+    seen->w = w;
+    pthread_mutex_unlock(&seen->mu);
     return w;
 }
 
@@ -378,20 +433,21 @@ Test(k8s_client_fake, a_crd_created_later_is_watched_within_the_absent_retry)
     struct seen seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
     struct k8s_store *s = k8s_store_new();
     command("unregister jobset.x-k8s.io v1alpha2 jobsets");
-    struct k8s_watch *w = watch_jobsets(s, &seen, 300);
-    for (int i = 0; i < 200 && !k8s_watch_synced(w); i++)
-        usleep(25 * 1000);
-    cr_assert(k8s_watch_synced(w) && k8s_watch_absent(w), "absent: empty and synced");
+    struct k8s_watch *w = watch_jobsets(s, &seen, ABSENT_MS);
+    cr_assert_eq(wait_until(synced, w, 0), 0);
+    cr_assert(k8s_watch_absent(w), "absent: empty and synced");
     command("register jobset.x-k8s.io v1alpha2 jobsets JobSet");
     command("jobset create late");
     cr_assert_eq(wait_size(s, 1), 0, "listed once its CRD is served");
-    cr_assert_not(k8s_watch_absent(w));
-    cr_assert(relisted_has(&seen, "ADDED ml/late"));
+    cr_assert_not(k8s_watch_absent(w), "an object is stored: absent was cleared before");
+    cr_assert_eq(wait_relisted(&seen, "ADDED ml/late"), 0);
+    cr_assert_eq(seen_count(&seen, &seen.stored_while_absent), 0,
+                 "no stored object was visible while the collection read absent");
     command("jobset create later");
     cr_assert_eq(wait_size(s, 2), 0, "and watched");
     command("unregister jobset.x-k8s.io v1alpha2 jobsets");
     cr_assert_eq(wait_size(s, 0), 0, "the CRD deleted: empty again");
-    cr_assert(relisted_has(&seen, "DELETED ml/later"), "its objects are reported gone");
+    cr_assert_eq(wait_relisted(&seen, "DELETED ml/later"), 0, "its objects are reported gone");
     k8s_watch_free(w);
     k8s_store_free(s);
 }

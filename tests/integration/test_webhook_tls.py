@@ -119,6 +119,19 @@ class ProtocolTest(unittest.TestCase):
             self.assertEqual(cipher("-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA256"), "(NONE)")
 
 
+    def test_one_round_trip_for_clients_that_send_an_x25519_share(self):
+        """X25519 first in the server's group order: a client that sends its key share for
+        X25519 (Go's crypto/tls, the API server's side, and OpenSSL do) is never asked to
+        retry its hello with another group, a round trip more per new connection."""
+        with Webhook() as wh:
+            r = subprocess.run(["openssl", "s_client", "-connect", "127.0.0.1:%d" % wh.port,
+                                "-tls1_3", "-msg"], input=b"", capture_output=True, timeout=20)
+            out = r.stdout.decode()
+            hellos = len(re.findall(r">>> .*ClientHello", out))
+            self.assertEqual(hellos, 1, "a HelloRetryRequest made the client say hello again")
+            self.assertIn("Server Temp Key: X25519", out)
+
+
 def read_response(f):
     """One HTTP/1.1 response from a file object: (status, body)."""
     status = int(f.readline().split()[1])
