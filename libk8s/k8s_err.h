@@ -14,6 +14,7 @@
 #define K8S_ERR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define K8S_MUST_CHECK   __attribute__((warn_unused_result))
 #define K8S_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -51,11 +52,26 @@ struct k8s_error {
 const char *k8s_strerror(int err);
 
 /* Fill *reterr (when not NULL) and return err, so callers can write
- * `return k8s_error_set(reterr, -K8S_EINVAL, "bad %s", x);`. */
+ * `return k8s_error_set(reterr, -K8S_EINVAL, "bad %s", x);`. The message
+ * is always one line of valid UTF-8 without control characters, whatever
+ * went into it: each control character or invalid byte becomes '?', and a
+ * multi-byte character cut by the 511-byte bound is dropped whole (the
+ * message goes into JSON: a status, an Event, a log line). */
 int k8s_error_set(struct k8s_error *reterr, int err, const char *fmt, ...) K8S_PRINTF(3, 4);
 
 /* Prefix reterr->message with "<prefix>: " (no-op when reterr is NULL). */
 void k8s_error_prefix(struct k8s_error *reterr, const char *fmt, ...) K8S_PRINTF(2, 3);
+
+/* A user's value (n bytes at s), shown in a message: at most K8S_QUOTE_SHOWN bytes of it,
+ * control characters and invalid UTF-8 escaped (\n, \t, \r, \xNN,
+ * \u0085), and when s is longer, "..." and its length in bytes. Writes
+ * into out (K8S_QUOTE_CAP bytes) and returns it, for a printf argument:
+ *   char q[K8S_QUOTE_CAP];
+ *   k8s_error_set(err, -K8S_EINVAL, "name: \"%s\" is not valid", k8s_quote(q, name, strlen(name)));
+ */
+#define K8S_QUOTE_SHOWN 48
+#define K8S_QUOTE_CAP   (K8S_QUOTE_SHOWN * 6 + 40)
+const char *k8s_quote(char out[K8S_QUOTE_CAP], const char *s, size_t n);
 
 /* true for errors worth retrying with backoff (I/O, timeouts, 429, 5xx). */
 bool k8s_err_is_transient(int err);

@@ -95,12 +95,23 @@ void op_capture_abandon(struct op_capture *c);
 
 size_t op_capture_live(struct op_capture *c);
 
-/* The connections cache's transform (k8s_store_set_transform): a resource
- * in a terminal phase is never reconciled again, so its cached copy drops
- * status.hosts (about 1 KiB per host in memory; a 1,536-host capture
- * would keep ~1.5 MiB for as long as the resource exists). Everything
- * else is kept as it is. obj borrowed; returns a new reference, NULL when
- * out of memory. */
+/* The connections cache's transform (k8s_store_set_transform), so that
+ * 5,000 resources created at once fit DESIGN §6's 32 MiB:
+ *   terminal (never reconciled again): only metadata.name, namespace, uid
+ *     and resourceVersion and status.phase and observedGeneration (a
+ *     failed resource's tree was ~8 KiB; a 1,536-host capture's
+ *     status.hosts ~1.5 MiB);
+ *   Running (a few at a time, read on every host's answer): whole;
+ *   new or Pending: packed, its whole form as compact JSON text (a seventh
+ *     of jansson's tree) beside metadata.name, namespace, uid and
+ *     resourceVersion, status.phase and spec.triggerCapture.podNamespace,
+ *     what the scanners (op_map) read; op_capture_unpack gives it back.
+ * obj borrowed; returns a new reference, NULL when out of memory. */
 json_t *op_capture_trim(json_t *obj);
+
+/* A cached resource as it was received (op_capture_trim's packed form
+ * unpacked; any other form as it is): a new reference, NULL when out of
+ * memory. stored borrowed. */
+json_t *op_capture_unpack(const json_t *stored);
 
 #endif

@@ -43,6 +43,14 @@ static const struct k8s_json_filter ns_labels[] = {
 static const struct k8s_json_filter ns_meta[] = {
     {"name", NULL}, {"resourceVersion", NULL}, {"labels", ns_labels}, {NULL}};
 static const struct k8s_json_filter ns_keep[] = {{"metadata", ns_meta}, {NULL}};
+/* a capture's: what the reconciler reads and a status write sends back
+ * (the status subresource ignores the rest); managedFields, labels and
+ * annotations stay out of the cache */
+static const struct k8s_json_filter conn_meta[] = {
+    {"name", NULL},       {"namespace", NULL},         {"uid", NULL}, {"resourceVersion", NULL},
+    {"generation", NULL}, {"deletionTimestamp", NULL}, {NULL}};
+static const struct k8s_json_filter conn_keep[] = {
+    {"metadata", conn_meta}, {"spec", NULL}, {"status", NULL}, {NULL}};
 /* a workload's metadata, and the status field its pods are found by */
 static struct k8s_json_filter wl_status[K8S_KIND_REF_COUNT][2];
 static struct k8s_json_filter wl_keep[K8S_KIND_REF_COUNT][3];
@@ -66,7 +74,8 @@ static struct {
     k8s_store_transform_fn transform; /* what the cache keeps of an object */
 } sources[N_SRC] = {
     [SRC_CONNS] = {"mldiagnosticsconnections.diagon.gke.io", "/apis/" OP_GROUP_VERSION, OP_PLURAL,
-                   false, NULL, .map = op_map_self, .relisted = true, .transform = op_capture_trim},
+                   false, conn_keep, .map = op_map_self, .relisted = true,
+                   .transform = op_capture_trim},
     [SRC_PODS] = {"pods", "/api/v1", "pods", false, NULL, /* filter: op_pod_keep() */
                   .transform = op_pod_pack},
     [SRC_NAMESPACES] = {"namespaces", "/api/v1", "namespaces", true, ns_keep, true, true},

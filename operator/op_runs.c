@@ -26,7 +26,8 @@ struct run {
     int64_t expected_end_mono; /* when the profilers should be done */
     char written_rv[64];       /* resourceVersion of our last status write */
     char session[20];
-    char location[1100]; /* <storage>/plugins/profile/<session> */
+    char *location; /* <storage>/plugins/profile/<session>; NULL until claimed (a record
+                     * per resource written: 5,000 inline 1.1 KiB buffers were 6 MiB) */
     struct run *next;
 };
 
@@ -86,6 +87,7 @@ static void run_drop(struct op_runs *rs, struct run *r)
     run_release(rs, r);
     free(r->key);
     free(r->uid);
+    free(r->location);
     free(r);
 }
 
@@ -150,8 +152,9 @@ struct op_run_view op_runs_view(struct op_runs *rs, const char *key, bool *ret_s
                                : !r->finished   ? OP_RUN_NONE
                                : r->interrupted ? OP_RUN_INTERRUPTED
                                                 : OP_RUN_FINISHED;
-        v = (struct op_run_view){st,   r->uid,     r->results, r->pods,    r->files,
-                                 r->n, r->attempt, r->session, r->location};
+        v = (struct op_run_view){st,         r->uid,     r->results,
+                                 r->pods,    r->files,   r->n,
+                                 r->attempt, r->session, r->location ? r->location : ""};
     }
     pthread_mutex_unlock(&rs->lock);
     return v;
@@ -198,7 +201,8 @@ int op_runs_claim(struct op_runs *rs, const char *key, const char *uid, struct o
     d->pods = d->files = NULL;
     d->n = 0;
     snprintf(run->session, sizeof(run->session), "%s", d->session);
-    snprintf(run->location, sizeof(run->location), "%s", d->location);
+    free(run->location);
+    run->location = strdup(d->location); /* NULL without memory: the view says "" */
     pthread_mutex_unlock(&rs->lock);
     return 0;
 }

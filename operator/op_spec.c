@@ -113,12 +113,14 @@ static int split_pods(struct op_spec *s, const char *list, struct k8s_error *ret
             a++;
         while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
             b--;
+        char q[K8S_QUOTE_CAP];
         if (a == b)
-            return k8s_error_set(reterr, -K8S_EINVAL, F "podName: empty pod name in \"%s\"", list);
+            return k8s_error_set(reterr, -K8S_EINVAL, F "podName: empty pod name in \"%s\"",
+                                 k8s_quote(q, list, strlen(list)));
         if (!op_dns_subdomain(a, (size_t)(b - a)))
             return k8s_error_set(reterr, -K8S_EINVAL,
-                                 F "podName: \"%.*s\" is not a valid pod name (DNS-1123 subdomain)",
-                                 (int)(b - a), a);
+                                 F "podName: \"%s\" is not a valid pod name (DNS-1123 subdomain)",
+                                 k8s_quote(q, a, (size_t)(b - a)));
         if (!has_pod(s, a, (size_t)(b - a)) && !(s->pods[s->n_pods++] = strndup(a, b - a)))
             return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
         if (!*end)
@@ -149,19 +151,26 @@ static int storage(struct op_spec *s, const char *loc, struct k8s_error *reterr)
 {
     static const char need[] =
         F "storageLocation: must be gs://bucket/path or an absolute path without '..' (got \"%s\")";
+    char q[K8S_QUOTE_CAP];
     if (!loc || !*loc)
         return k8s_error_set(reterr, -K8S_EINVAL, F "storageLocation: required");
+    if (strlen(loc) > OP_MAX_STORAGE)
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             F "storageLocation: longer than %d bytes (got %zu: \"%s\")",
+                             OP_MAX_STORAGE, strlen(loc), k8s_quote(q, loc, strlen(loc)));
+    for (const char *c = loc; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            return k8s_error_set(reterr, -K8S_EINVAL,
+                                 F "storageLocation: control character in \"%s\"",
+                                 k8s_quote(q, loc, strlen(loc)));
     if (!strncmp(loc, "gs://", 5)) {
         const char *bucket = loc + 5;
         size_t n = strcspn(bucket, "/");
         if (!gcs_bucket_ok(bucket, n) || has_dotdot(bucket + n))
-            return k8s_error_set(reterr, -K8S_EINVAL, need, loc);
+            return k8s_error_set(reterr, -K8S_EINVAL, need, k8s_quote(q, loc, strlen(loc)));
     } else if (loc[0] != '/' || has_dotdot(loc)) {
-        return k8s_error_set(reterr, -K8S_EINVAL, need, loc);
+        return k8s_error_set(reterr, -K8S_EINVAL, need, k8s_quote(q, loc, strlen(loc)));
     }
-    for (const char *c = loc; *c; c++)
-        if ((unsigned char)*c < 0x20)
-            return k8s_error_set(reterr, -K8S_EINVAL, F "storageLocation: control character");
     size_t n = strlen(loc);
     while (n > 1 && loc[n - 1] == '/' && strcmp(loc, "gs://"))
         n--;
@@ -182,16 +191,18 @@ static int workload_ref(struct op_spec *s, const json_t *ref, struct k8s_error *
     if (!kind || !strcmp(kind, ""))
         return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef.kind: required");
     s->ref_kind = k8s_kind_find(kind);
+    char q[K8S_QUOTE_CAP];
     if (!s->ref_kind || !(s->ref_kind->flags & K8S_KIND_WORKLOAD_REF)) {
         char kinds[160];
         s->ref_kind = NULL;
         return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef.kind: must be %s (got \"%s\")",
-                             k8s_kinds_names(K8S_KIND_WORKLOAD_REF, kinds, sizeof(kinds)), kind);
+                             k8s_kinds_names(K8S_KIND_WORKLOAD_REF, kinds, sizeof(kinds)),
+                             k8s_quote(q, kind, strlen(kind)));
     }
     if (!name || !op_dns_subdomain(name, strlen(name)))
         return k8s_error_set(reterr, -K8S_EINVAL,
                              F "workloadRef.name: required, a DNS-1123 subdomain (got \"%s\")",
-                             name ? name : "");
+                             name ? k8s_quote(q, name, strlen(name)) : "");
     if (!(s->ref_name = strdup(name)))
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     return 0;
@@ -200,9 +211,11 @@ static int workload_ref(struct op_spec *s, const json_t *ref, struct k8s_error *
 static int namespace_rule(struct op_spec *s, const char *own, const char *pod_ns,
                           const struct op_spec_limits *lim, struct k8s_error *reterr)
 {
+    char q[K8S_QUOTE_CAP];
     if (pod_ns && *pod_ns && !op_dns_label(pod_ns, strlen(pod_ns)))
         return k8s_error_set(reterr, -K8S_EINVAL,
-                             F "podNamespace: \"%s\" is not a valid namespace name", pod_ns);
+                             F "podNamespace: \"%s\" is not a valid namespace name",
+                             k8s_quote(q, pod_ns, strlen(pod_ns)));
     const char *ns = pod_ns && *pod_ns ? pod_ns : own;
     if (strcmp(ns, own) && !lim->allow_cross_namespace)
         return k8s_error_set(reterr, -K8S_EINVAL,
@@ -236,10 +249,11 @@ static int parse(const json_t *tc, const char *own, const struct op_spec_limits 
         return r;
     s->port = (int)port;
     s->duration_s = dur;
+    char q[K8S_QUOTE_CAP];
     if (profiler && strcmp(profiler, "google_cloud_mldiagnostics"))
         return k8s_error_set(reterr, -K8S_EINVAL,
                              F "profiler: must be google_cloud_mldiagnostics (got \"%s\")",
-                             profiler);
+                             k8s_quote(q, profiler, strlen(profiler)));
     const json_t *ref = json_object_get(tc, "workloadRef");
     bool has_ref = ref && !json_is_null(ref);
     if (has_ref && pods && *pods)

@@ -24,6 +24,9 @@
 #include "k8s_kinds.h"
 
 #define OP_MAX_TARGETS 20000
+/* storageLocation's length: GCS object names are at most 1,024 bytes, and
+ * the RPC's repository_root and the status's paths are built from it */
+#define OP_MAX_STORAGE 1024
 
 struct op_spec {
     int port;

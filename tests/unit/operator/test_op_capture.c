@@ -1,5 +1,6 @@
-/* op_capture_trim: the connections cache keeps terminal resources without
- * status.hosts (never reconciled again) and everything else untouched. */
+/* op_capture_trim: the connections cache keeps of a terminal resource
+ * (never reconciled again) only its identity and phase, and everything
+ * else untouched. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 
@@ -13,19 +14,17 @@ static json_t *conn(const char *phase)
                      "attempts", 1);
 }
 
-Test(capture_trim, terminal_resources_drop_hosts)
+Test(capture_trim, terminal_resources_keep_their_identity_and_phase)
 {
     const char *terminal[] = {"Succeeded", "Failed"};
     for (int i = 0; i < 2; i++) {
         json_t *obj = conn(terminal[i]);
         json_t *kept = op_capture_trim(obj);
         cr_assert(kept && kept != obj);
-        json_t *st = json_object_get(kept, "status");
-        cr_assert_null(json_object_get(st, "hosts"));
-        cr_assert_str_eq(json_string_value(json_object_get(st, "phase")), terminal[i]);
-        cr_assert_str_eq(json_string_value(json_object_get(st, "sessionId")),
-                         "2026_11_30_04_17_10");
-        cr_assert(json_equal(json_object_get(kept, "metadata"), json_object_get(obj, "metadata")));
+        json_t *want = json_pack("{s:{s:s, s:s}, s:{s:s}}", "metadata", "name", "c", "namespace",
+                                 "ml", "status", "phase", terminal[i]);
+        cr_assert(json_equal(kept, want), "only the identity and the phase are kept");
+        json_decref(want);
         /* the object it was given is untouched */
         cr_assert_eq(json_array_size(json_object_get(json_object_get(obj, "status"), "hosts")), 2);
         json_decref(kept);
@@ -33,21 +32,51 @@ Test(capture_trim, terminal_resources_drop_hosts)
     }
 }
 
-Test(capture_trim, live_and_new_resources_are_kept_whole)
+Test(capture_trim, running_resources_are_kept_whole)
 {
-    const char *live[] = {"Pending", "Running"};
-    for (int i = 0; i < 2; i++) {
-        json_t *obj = conn(live[i]);
-        json_t *kept = op_capture_trim(obj);
-        cr_assert_eq(kept, obj); /* the same object, a new reference */
-        json_decref(kept);
-        json_decref(obj);
-    }
-    json_t *bare = json_pack("{s:{s:s}}", "metadata", "name", "new");
-    json_t *kept = op_capture_trim(bare);
-    cr_assert_eq(kept, bare);
+    json_t *obj = conn("Running");
+    json_t *kept = op_capture_trim(obj);
+    cr_assert_eq(kept, obj); /* the same object, a new reference */
+    json_t *back = op_capture_unpack(kept);
+    cr_assert_eq(back, obj, "nothing to unpack");
+    json_decref(back);
     json_decref(kept);
-    json_decref(bare);
+    json_decref(obj);
+}
+
+Test(capture_trim, new_and_pending_resources_are_packed_and_unpack_whole)
+{
+    json_t *pending = conn("Pending");
+    json_object_set_new(json_object_get(pending, "spec"), "triggerCapture",
+                        json_pack("{s:s, s:i}", "podNamespace", "other", "capturePort", 8471));
+    json_t *fresh =
+        json_pack("{s:{s:s, s:s, s:s}, s:{s:{s:s}}}", "metadata", "name", "new", "namespace", "ml",
+                  "resourceVersion", "7", "spec", "triggerCapture", "podName", "a,b");
+    json_t *objs[] = {pending, fresh};
+    for (int i = 0; i < 2; i++) {
+        json_t *kept = op_capture_trim(objs[i]);
+        cr_assert(kept && kept != objs[i]);
+        /* what the scanners read is there without unpacking */
+        cr_assert(json_equal(json_object_get(json_object_get(kept, "metadata"), "name"),
+                             json_object_get(json_object_get(objs[i], "metadata"), "name")));
+        json_t *status = i ? json_object() : json_pack("{s:s}", "phase", "Pending");
+        cr_assert(json_equal(json_object_get(kept, "status"), status));
+        json_decref(status);
+        json_t *back = op_capture_unpack(kept);
+        cr_assert(json_equal(back, objs[i]), "unpacked whole");
+        json_decref(back);
+        json_decref(kept);
+        json_decref(objs[i]);
+    }
+    json_t *pns = json_pack("{s:{s:s}, s:{s:{s:s}}}", "metadata", "name", "x", "spec",
+                            "triggerCapture", "podNamespace", "team");
+    json_t *kept = op_capture_trim(pns);
+    cr_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(kept, "spec"), "triggerCapture"), "podNamespace")),
+        "team", "the target namespace op_map reads");
+    json_decref(kept);
+    json_decref(pns);
 }
 
 /* ---------- the reconciler against an in-memory world ----------
