@@ -14,6 +14,7 @@ Everything is bounded in time; stop() tears it all down.
 """
 import os
 import shutil
+import signal
 import tempfile
 import time
 
@@ -180,6 +181,27 @@ class ControlPlane:
             self.kcm.check_alive()
             return self.api.exists("/api/v1/namespaces/default/serviceaccounts/default")
         wait_until(default_sa, 60, "the default ServiceAccount (serviceaccount controller)")
+
+    def outage(self, which, seconds):
+        """kill -9 `which` ("kube-apiserver" or "etcd"), keep it down `seconds`, then start it
+        again with the same flags, ports and data, and wait until the API server is ready.
+        Returns how long the API server could not answer (seconds)."""
+        p = {"kube-apiserver": self.apiserver, "etcd": self.etcd}[which]
+        t0 = time.time()
+        p.stop(sig=signal.SIGKILL, timeout=10)
+        time.sleep(seconds)
+        p.start()
+        if which == "etcd":
+            import urllib.request
+            wait_until(lambda: urllib.request.urlopen(self.etcd_url + "/health", timeout=2).status
+                       == 200 or self.etcd.check_alive(), 60, "etcd healthy again")
+
+        def ready():
+            self.apiserver.check_alive()
+            st, _, _ = self.api.raw("GET", "/readyz", timeout=3)
+            return st == 200
+        wait_until(ready, 120, "kube-apiserver /readyz after the %s outage" % which)
+        return time.time() - t0
 
     def stop(self):
         for p in reversed(self.procs):
