@@ -354,6 +354,12 @@ static void on_reload(void *ud, int result, const struct k8s_error *err)
     }
 }
 
+/* Set before the listeners start and cleared after they stopped. */
+static double reaped(void *ud)
+{
+    return (double)wh_reaper_reaped(((struct wh_server *)ud)->reaper);
+}
+
 static void register_metrics(struct wh_server *s, struct k8s_metrics *m)
 {
     s->inflight_g = k8s_metrics_gauge(m, "mldiagnostics_webhook_inflight_requests",
@@ -366,6 +372,10 @@ static void register_metrics(struct wh_server *s, struct k8s_metrics *m)
                                         "Serving certificate reloads.", "result=\"success\"");
     s->reloads_bad = k8s_metrics_counter(m, "mldiagnostics_webhook_certificate_reloads_total",
                                          "Serving certificate reloads.", "result=\"rejected\"");
+    k8s_metrics_counter_fn(m, "mldiagnostics_webhook_connections_reaped_total",
+                           "Connections closed for want of a first request within "
+                           "--handshake-timeout, or to make room at --max-connections.",
+                           NULL, reaped, s);
 }
 
 int wh_server_new(const struct wh_server_deps *deps, struct wh_server **ret)
@@ -612,11 +622,11 @@ static void stop(struct wh_server *s)
     free(s->workers);
     s->workers = NULL;
     s->nworkers = 0;
-    wh_reaper_free(s->reaper); /* every connection closed: no entry left */
-    s->reaper = NULL;
     if (s->plain_d)
         MHD_stop_daemon(s->plain_d);
     s->plain_d = NULL;
+    wh_reaper_free(s->reaper); /* every connection closed, no scrape left to read it */
+    s->reaper = NULL;
 }
 
 int wh_server_wait(struct wh_server *s, int64_t deadline_ns)

@@ -4,7 +4,12 @@
  * HTTP listener for metrics and probes. It is glue: decoding, the
  * decision and the patch live in wh_review and wh_mutate; this module
  * reads bodies within their cap, answers, logs one line per admission and
- * keeps the metrics.
+ * keeps the metrics. Against hostile clients: connections that send
+ * nothing wait in the kernel (TCP_DEFER_ACCEPT), a connection without its
+ * first request's headers --handshake-timeout after the accept is closed
+ * (wh_reaper), headers larger than --connection-memory get 431, bodies
+ * over --max-request-bytes 413, and at --max-connections a new connection
+ * takes the place of the oldest still waiting for its first request.
  *
  * Lifecycle: wh_server_new → wh_server_start → (signal) wh_server_drain →
  * wh_server_wait → wh_server_free. Draining stops accepting connections,
