@@ -179,10 +179,19 @@ class LimitsAndProbesTest(unittest.TestCase):
         with Webhook("--metrics-bind-address", "127.0.0.1:%d" % port) as wh:
             wh.review(REVIEW)
             self.assertEqual(wh.request("POST", "/mutate", b"junk")[0], 400)
-            status, headers, text = wh.request("GET", "/metrics")
+            # a request counts as in flight until the server has completed it, which may
+            # be just after its client read the answer: wait for that, within the
+            # --request-timeout (10 s) any connection's request is bounded by
+            deadline = time.time() + 10 * SLOW
+            while True:
+                status, headers, text = wh.request("GET", "/metrics")
+                text = text.decode()
+                if "mldiagnostics_webhook_inflight_requests 1\n" in text or \
+                        time.time() > deadline:
+                    break
+                time.sleep(0.02)
             self.assertEqual(status, 200)
             self.assertTrue(headers["Content-Type"].startswith("text/plain; version=0.0.4"))
-            text = text.decode()
             for needle in ('mldiagnostics_webhook_requests_total{outcome="injected"} 1',
                            'mldiagnostics_webhook_requests_total{outcome="invalid"} 1',
                            'mldiagnostics_webhook_request_duration_seconds_bucket{le="5e-05"}',
