@@ -108,6 +108,19 @@ class OperatorTest(unittest.TestCase):
             names.append(name)
         return names
 
+    def pods_cached(self, timeout=10):
+        """Until the operator's pod cache holds every pod the API server has: a workloadRef
+        capture targets the pods of the workload in that cache (a pod created a moment
+        before may still be on its way there), within a watch event's delivery."""
+        want = len(self.api.objects("", "v1", "pods"))
+
+        def cached():
+            for line in self.op.metrics().splitlines():
+                if line.startswith('mldiagnostics_operator_cache_objects{resource="pods"} '):
+                    return float(line.split()[1]) >= want
+            return False
+        self.assertTrue(wait_until(cached, timeout), "the operator never cached %d pods" % want)
+
     def capture(self, name, ns=NS, **tc):
         spec = {"capturePort": self.port, "durationSeconds": 1, "podNamespace": ns,
                 "profiler": "google_cloud_mldiagnostics",
@@ -376,6 +389,7 @@ class CaptureTest(OperatorTest):
         self.api.patch(RAYJOBS, "rl", {"status": {"rayClusterName": "rl-raycluster-x1"}}, ns=NS,
                        subresource="status")
         ray = self.pods("rl-head", 2, labels={"ray.io/cluster": "rl-raycluster-x1"})
+        self.pods_cached()
         for name, kind, expect in (("ref-js", "JobSet", js), ("ref-lws", "LeaderWorkerSet", lws),
                                    ("ref-ray", "RayJob", ray)):
             wl = {"JobSet": "trainer", "LeaderWorkerSet": "serve", "RayJob": "rl"}[kind]
@@ -406,6 +420,7 @@ class CaptureTest(OperatorTest):
         pt = self.pods("pt-master", 1, labels=kf) + self.pods("pt-worker", 2, labels=kf)
         tf = self.pods("pt-tf", 1, labels=dict(kf, **{
             "training.kubeflow.org/operator-name": "tfjob-controller"}))
+        self.pods_cached()
         for name, kind, wl, expect in (("ref-tj", "TrainJob", "tj", tj),
                                        ("ref-pt", "PyTorchJob", "pt", pt)):
             self.capture(name, podName=None, workloadRef={"kind": kind, "name": wl})
@@ -653,6 +668,7 @@ class SidecarTimeoutHostsTest(SidecarTimeoutCase):
     def test_a_workload_counts_its_pods(self):
         self.api.create(JOBSETS, {"metadata": {"name": "edge"}, "spec": {}}, ns=NS)
         pods = self.pods("edge-w", 4, labels={"jobset.sigs.k8s.io/jobset-name": "edge"})
+        self.pods_cached()
         self.capture("edge", podName=None, workloadRef={"kind": "JobSet", "name": "edge"},
                      durationSeconds=2)  # 2 s + 250 ms fit, 2 s + 252 ms do not
         self.assert_refused("edge", pods, r"^spec\.triggerCapture\.durationSeconds: 2s plus the "
