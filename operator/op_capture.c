@@ -220,7 +220,7 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
     json_t *obj = stored ? op_capture_unpack(stored) : NULL;
     k8s_store_release(stored);
     if (fresh || op_runs_stale(c->runs, key, op_str2(obj, "metadata", "resourceVersion"))) {
-        json_decref(obj);
+        k8s_store_release(obj); /* the cache's own when it was not packed */
         obj = NULL;
         int rc = c->d.api.get(c->d.api.ud, ns, name, &obj, err);
         if (rc < 0 && rc != -K8S_ENOTFOUND)
@@ -313,7 +313,7 @@ enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64
         if (current(c, key, ns, name, attempt > 0, &obj, reterr) < 0)
             return OP_RETRY;
         enum op_result res = step(c, obj, key, ret_after_ns, reterr);
-        json_decref(obj); /* unpacked from the cache, or our own read */
+        k8s_store_release(obj); /* the cache's own (shared), unpacked, or our own read */
         /* a write lost to another writer, or to a deletion the cache has not
          * seen yet: read afresh and redo the step (gone: the run is dropped) */
         if (res != OP_RETRY || attempt + 1 >= CONFLICT_TRIES ||
@@ -400,7 +400,7 @@ static void adopt_one(void *ud, const char *key, const json_t *stored)
     char **pods = status_pods(obj, &n);
     if (pods)
         op_runs_adopt(c->runs, key, op_str2(obj, "metadata", "uid"), pods, n);
-    json_decref(obj);
+    k8s_store_release(obj); /* the cache's own when it was not packed */
 }
 
 void op_capture_adopt(struct op_capture *c)

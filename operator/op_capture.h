@@ -111,7 +111,8 @@ json_t *op_capture_trim(json_t *obj);
 
 /* A cached resource as it was received (op_capture_trim's packed form
  * unpacked; any other form as it is): a new reference, NULL when out of
- * memory. stored borrowed. */
+ * memory, to drop with k8s_store_release (it may be the cache's own).
+ * stored borrowed. */
 json_t *op_capture_unpack(const json_t *stored);
 
 #endif
