@@ -4,8 +4,10 @@ across four real JAX profilers and once during a burst of 200 labelled pod creat
 
 A capture ends Succeeded or Failed with its cause, never stuck in Running; every pod the
 client asked for exists afterwards (a creation refused during the outage is retried, as
-kubectl and the controllers do) and is injected. Named test_zy_ so the rest of the tier
-(and test_zz_rbac's reading of the audit log) is not disturbed by the outages."""
+kubectl and the controllers do) and is injected. Named test_zzz_ so it runs last: a
+restarted API server refuses requests (403) until its RBAC informers have synced, which
+test_zz_rbac would count against the charts, and the tier's process node can be slow to
+start pods again after an outage."""
 import json
 import os
 import tempfile
