@@ -93,11 +93,7 @@ int wh_reaper_new(int64_t timeout_ns, struct wh_reaper **ret)
         return -K8S_ENOMEM;
     r->timeout_ns = timeout_ns;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    k8s_cond_init_mono(&r->cv);
     if (pthread_create(&r->thread, NULL, reaper_main, r) != 0) {
         pthread_cond_destroy(&r->cv);
         pthread_mutex_destroy(&r->mu);

@@ -18,7 +18,7 @@ import unittest
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, HERE)
 import test_operator as base  # noqa: E402
-from harness import SANITIZED, SLOW  # noqa: E402
+from harness import SANITIZED, status_kb  # noqa: E402
 
 CONN, NS = base.CONN, base.NS
 F = "spec.triggerCapture."
@@ -74,6 +74,13 @@ class HostileResourcesTest(base.OperatorTest):
                 if isinstance(v, str):
                     self.assertIsNone(CONTROL.search(v), "log field %s: %r" % (k, v))
 
+    def fail_each(self, cases):
+        """Create every case's resource, then each must fail matching its pattern."""
+        for name, (tc, _) in cases.items():
+            self.make(name, **tc)
+        for name, (_, pattern) in cases.items():
+            self.assert_failed(name, pattern)
+
     def assert_no_rpc(self, before):
         time.sleep(0.2)
         self.assertEqual(len(self.prof.requests), before, "a profiler heard of an invalid one")
@@ -102,10 +109,7 @@ class HostileResourcesTest(base.OperatorTest):
             "h-big-kind": (with_ref(kind=big), F + r"workloadRef.kind: must be .*\(65536 bytes\)"),
             "h-big-name": (with_ref(name=big), F + r"workloadRef.name: required, a DNS-1123"),
         }
-        for name, (tc, _) in cases.items():
-            self.make(name, **tc)
-        for name, (_, pattern) in cases.items():
-            self.assert_failed(name, pattern)
+        self.fail_each(cases)
         self.assert_events_and_log_clean(list(cases))
         self.assert_no_rpc(before)
 
@@ -124,10 +128,7 @@ class HostileResourcesTest(base.OperatorTest):
             "h-cc-port": ({"capturePort": NASTY}, F + r"capturePort: must be an integer"),
             "h-cc-duration": ({"durationSeconds": NASTY}, F + r"durationSeconds: must be an integer"),
         }
-        for name, (tc, _) in cases.items():
-            self.make(name, **tc)
-        for name, (_, pattern) in cases.items():
-            self.assert_failed(name, pattern)
+        self.fail_each(cases)
         self.assert_events_and_log_clean(list(cases))
         self.assert_no_rpc(before)
 
@@ -143,10 +144,7 @@ class HostileResourcesTest(base.OperatorTest):
             "h-dur-over": ({"durationSeconds": 2 ** 31}, F + r"durationSeconds: must be between"),
             "h-dur-huge": ({"durationSeconds": 2 ** 63 - 1}, F + r"durationSeconds: must be between"),
         }
-        for name, (tc, _) in cases.items():
-            self.make(name, **tc)
-        for name, (_, pattern) in cases.items():
-            self.assert_failed(name, pattern)
+        self.fail_each(cases)
         self.assert_no_rpc(before)
 
     def test_other_namespaces_and_their_pods_are_out_of_reach(self):
@@ -187,7 +185,7 @@ class HostileResourcesTest(base.OperatorTest):
             return done == n
         self.assertTrue(base.wait_until(failed, 300, step=0.5), "not all 5,000 failed")
         took = time.monotonic() - t0
-        hwm = base_status_kb(self.op.proc.pid, "VmHWM")
+        hwm = status_kb(self.op.proc.pid, "VmHWM")
         print("5,000 invalid resources: created in %.1f s, all Failed %.1f s after the first; "
               "operator peak RSS (VmHWM) %.1f MiB" % (made, took, hwm / 1024), file=sys.stderr)
         for o in self.api.objects(*CONN, ns=NS):
@@ -201,14 +199,6 @@ class HostileResourcesTest(base.OperatorTest):
         self.assert_no_rpc(before)
         if not SANITIZED:
             self.assertLessEqual(hwm, RSS_BOUND_KB, "operator peak RSS over DESIGN §6's bound")
-
-
-def base_status_kb(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import unittest
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import controllers  # noqa: E402
-from harness import SANITIZED, SLOW, Webhook  # noqa: E402
+from harness import SANITIZED, SLOW, Webhook, status_kb  # noqa: E402
 
 HOSTILE = os.path.join(HERE, "..", "tools", "hostile.py")
 # The resident-memory bound through every attack here (release build; the sanitizers'
@@ -38,14 +38,6 @@ REVIEW = json.dumps(controllers.review(
 def setUpModule():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the webhook inherits it
-
-
-def status_kb(pid, field):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def open_fds(pid):

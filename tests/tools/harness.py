@@ -44,6 +44,15 @@ def make_cert(directory, name="tls", cn="localhost", days=30, key_type="ec"):
     return crt, key
 
 
+def status_kb(pid, field):
+    """A /proc/PID/status field in kB (VmRSS, VmHWM); 0 when absent."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
 def fixture(*parts):
     with open(os.path.join(FIXTURES, *parts), "rb") as f:
         return f.read()
