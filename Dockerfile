@@ -2,12 +2,17 @@
 # Two images from one build:
 #   docker build --target webhook  -t REGISTRY/mldiagnostics-webhook:TAG .
 #   docker build --target operator -t REGISTRY/mldiagnostics-operator:TAG .
-# The build stage compiles a Release build and runs the unit tests; each
-# runtime stage is Debian 12 slim with one binary and the shared libraries
-# it loads (tests/integration/test_dockerfile.py checks the list against
-# the binaries' ELF NEEDED entries and libcurl and libcrypto, which libk8s
-# dlopens), as
-# user 65532 (nonroot) with no shell entrypoint.
+# (without a daemon: `make images`, which runs buildah on this file.)
+# The build stage compiles a Release build and runs the unit tests (one
+# of which runs the fake API server: python3, standard library only). The
+# rootfs stage installs the runtime libraries on Debian 12 slim and
+# scripts/rootfs.sh copies out only what the binaries load: their ldd
+# closure, the libraries libk8s dlopens (libcurl, libcrypto), /bin/sleep for
+# the chart's preStop hook, the CA bundle and the packages' copyright files.
+# Each runtime image is that tree plus one binary, as user 65532 (nonroot),
+# with no shell and no package manager (tests/integration/test_dockerfile.py
+# checks the package list against the binaries' ELF NEEDED entries and runs
+# the tree in a chroot).
 
 ARG DEBIAN=debian:12
 ARG DEBIAN_SLIM=debian:12-slim
@@ -18,6 +23,7 @@ RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
       cmake make gcc pkg-config libc6-dev libmicrohttpd-dev libgnutls28-dev libssl-dev \
       libcurl4-openssl-dev libjansson-dev libyaml-dev nettle-dev libnghttp2-dev libcriterion-dev \
+      python3 \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./
@@ -30,13 +36,20 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
  && ctest --test-dir build -L unit --output-on-failure -j "$(nproc)" \
  && strip build/bin/mldiagnostics-webhook build/bin/mldiagnostics-operator
 
-FROM ${DEBIAN_SLIM} AS runtime
+FROM ${DEBIAN_SLIM} AS rootfs
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
       libjansson4 libyaml-0-2 libnettle8 libmicrohttpd12 libgnutls30 libssl3 libcurl4 libnghttp2-14 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/*
+COPY scripts/rootfs.sh /usr/local/bin/rootfs.sh
+COPY --from=build /src/build/bin/mldiagnostics-webhook /src/build/bin/mldiagnostics-operator /tmp/bin/
+RUN rootfs.sh /rootfs --for /tmp/bin/mldiagnostics-webhook /tmp/bin/mldiagnostics-operator \
+      --with /bin/sleep --dlopen libcurl.so.4 libcrypto.so.3
+
+FROM scratch AS runtime
+COPY --from=rootfs /rootfs/ /
 USER 65532:65532
 
 FROM runtime AS webhook

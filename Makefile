@@ -26,7 +26,7 @@ TSAN_BUILD ?= build-tsan
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
 .PHONY: all deps build test test-repeat test-release test-asan test-tsan test-e2e e2e cluster cluster-down run bench fuzz \
-        format format-check clean manifests
+        format format-check clean manifests images
 
 all: build
 
@@ -78,12 +78,19 @@ test-repeat: deps
 	cmake --build $(BUILD) -j $(JOBS)
 	@$(WITH_HELM) scripts/test-repeat.sh $(BUILD) $(REPEAT)
 
-# The end-to-end tier runs the release binaries of $(BUILD).
+# The end-to-end tier builds the images from the Dockerfile (scripts/images.sh)
+# and runs them on its real node; the offline `inject` test runs $(BUILD)'s.
 test-e2e:
 	@tests/e2e/run.sh $(E2E_ARGS)
 
 e2e: build
 	@tests/e2e/run.sh $(E2E_ARGS)
+
+# Both images from the Dockerfile, daemonless (buildah), with their sizes;
+# IMAGES_ARGS="--push REGISTRY/PATH" pushes them (scripts/images.sh).
+images:
+	@scripts/deps.sh images
+	@scripts/images.sh $(IMAGES_ARGS)
 
 cluster: build
 	@tests/e2e/cluster.sh up

@@ -7,12 +7,17 @@
 #   prints the bin directory of each module, one "NAME DIR" line each
 #
 # Modules (each its own go.mod, so one's pins never reach another's build):
-#   kube         etcd, kube-apiserver, kube-controller-manager, kubectl
+#   kube         etcd, kube-apiserver, kube-controller-manager, kubectl,
+#                kubelet, kube-proxy
 #   controllers  helm, JobSet, LeaderWorkerSet
 #   kuberay      the KubeRay operator (its controller-runtime line is older)
 #   kubeflow     Kubeflow Trainer v2's controller manager (TrainJob)
 #   trainingoperator  the Kubeflow training-operator v1 (PyTorchJob; an
 #                older controller-runtime line again)
+#   containerd   containerd, its runc shim, ctr (the node's runtime)
+#   cni          the bridge, host-local, loopback and portmap CNI plugins
+#   registry     the Distribution registry (the tier's OCI registry)
+#   coredns      CoreDNS (the cluster's DNS on the real node)
 #   crds         nothing built: cert-manager's CRDs (its controller does not
 #                build from the module proxy)
 # Cache: $MLD_E2E_CACHE (default ~/.cache/mldiagnostics-e2e); build log and
@@ -59,6 +64,10 @@ helm_ldflags() {  # helm's Makefile: its version, and the Kubernetes version it 
   echo "$f"
 }
 
+mod_version() {  # module dir, required module path -> its version in go.mod
+  sed -n "s|^[[:space:]]*\(require \)\{0,1\}$2 \(v[0-9][^ ]*\).*|\2|p" "$1/go.mod" | head -1
+}
+
 build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
   name=$1; dir="$HERE/$name"
   out="$CACHE/$name-$(key "$dir")"
@@ -68,6 +77,13 @@ build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
   case $name in
     kube) flags=$(kube_ldflags); tags="selinux,notest" ;;
     controllers) flags=$(helm_ldflags); tags="" ;;
+    containerd)  # containerd's Makefile stamps its version (the Node's containerRuntimeVersion)
+      v=$(mod_version "$dir" github.com/containerd/containerd/v2)
+      flags="-s -w -X github.com/containerd/containerd/v2/version.Version=${v#v}"
+      tags="no_btrfs" ;;
+    registry)
+      v=$(mod_version "$dir" github.com/distribution/distribution/v3)
+      flags="-s -w -X github.com/distribution/distribution/v3/version.version=$v"; tags="" ;;
     *)    flags="-s -w"; tags="" ;;
   esac
   echo "e2e build: $name (go.sum $(key "$dir")) -> $out" >&2
@@ -100,5 +116,5 @@ build_module() {  # name -> builds into $CACHE/name-key, prints the bin dir
   echo "$name $out/bin"
 }
 
-mods=${*:-kube controllers kuberay kubeflow trainingoperator crds}
+mods=${*:-kube controllers kuberay kubeflow trainingoperator containerd cni registry coredns crds}
 for m in $mods; do build_module "$m"; done

@@ -1,7 +1,13 @@
 """The end-to-end tier's cluster, assembled: components (build.sh), the
-control plane, the node (kubelet.py, with pod network namespaces), the
-workload controllers, and seed 003's install with the webhook and operator
-running as local processes.
+control plane, the tier's OCI registry with the project's images in it
+(registry.py), two nodes, the workload controllers, and seed 003's install.
+
+Nodes: `e2e-kubelet` is a real kubelet with containerd, runc, CNI and
+kube-proxy (node.py); `e2e-node` is the tier's process node (kubelet.py),
+which runs the workloads' JAX and SDK programs as processes of the tier's
+own Python (their images are not built here) and the images nobody could
+pull (the upstream fixtures' placeholders). A pod is bound to the real node
+when every image it names comes from the tier's registry (place()).
 
     python cluster.py up   [--dir D]   start, install, run the webhook (the
                                        operator is `make run`'s), serve until
@@ -26,6 +32,8 @@ import controlplane  # noqa: E402
 import install  # noqa: E402
 import kubelet  # noqa: E402
 import netns  # noqa: E402
+import node  # noqa: E402
+import registry  # noqa: E402
 import workloads  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -52,6 +60,8 @@ class Cluster:
         self.tracing_endpoint = tracing_endpoint
         self.log = log or self._log
         self.cp = self.node = self.controllers = self.install = self.networks = None
+        self.registry = self.real_node = None
+        self.no_real_node = None  # why there is no real node, when there is none
 
     def _log(self, msg):
         line = "[e2e %s] %s" % (time.strftime("%H:%M:%S"), msg)
@@ -63,37 +73,52 @@ class Cluster:
         os.makedirs(self.dir)
         self.bins = components()
         self.modules = workloads.read_modules(self.bins)
-        self.cp = controlplane.ControlPlane(self.bins["kube"], self.dir, self.log,
-                                          self.tracing_endpoint).start()
-        self.api = self.cp.api
         why = netns.available()
         if why is None:
             self.networks = netns.PodNetworks(hosts={COLLECTOR_HOST: None})
         else:
             self.log("pod network namespaces unavailable (%s): python pods cannot run" % why)
+        self.no_real_node = why or node.unavailable()
+        real = self.no_real_node is None
+        self.cp = controlplane.ControlPlane(
+            self.bins["kube"], self.dir, self.log, self.tracing_endpoint,
+            bind_ip=self.networks.host_ip if real else None,
+            service_cidr=self.networks.service_cidr if real else None).start()
+        self.api = self.cp.api
+        if real:
+            self.registry = registry.Registry(self.bins["registry"], self.dir, self.cp.ca,
+                                              self.networks.host_ip, self.log).start()
+            self.registry.push_images(os.path.join(self.modules["k8s.io/kubernetes"], "build",
+                                                   "pause", "linux", "pause.c"))
+            self.real_node = node.Node(self.cp, self.bins, self.networks, self.registry,
+                                       self.dir, self.log).start()
+        else:
+            self.log("no real node: %s" % self.no_real_node)
         node_log = open(os.path.join(self.cp.logs, "kubelet.log"), "a", buffering=1)
         self.node = kubelet.Kubelet(
-            self.api, self.cp.ca[0], "e2e-node", self.dir, {
-                "mldiagnostics-webhook": os.path.join(self.project_bin, "mldiagnostics-webhook"),
-                "mldiagnostics-operator": os.path.join(self.project_bin,
-                                                       "mldiagnostics-operator"),
-                "python": sys.executable},
-            self.networks, lambda m: node_log.write("%s %s\n" % (time.strftime("%H:%M:%S"), m)))
+            self.api, self.cp.ca[0], "e2e-node", self.dir, {"python": sys.executable},
+            self.networks, lambda m: node_log.write("%s %s\n" % (time.strftime("%H:%M:%S"), m)),
+            place=self.place)
         self.node.start()
         self.controllers = workloads.WorkloadControllers(self.cp, self.bins, self.modules,
                                                          self.dir, self.log)
         self.controllers.start_all()
         self.log("workload controllers up (JobSet, LeaderWorkerSet, KubeRay, Trainer, "
                  "training-operator)")
-        self.install = install.Installation(self.cp, self.node,
+        if self.real_node is None:
+            raise RuntimeError("the tier needs its real node: %s" % self.no_real_node)
+        self.install = install.Installation(self.cp, self.registry, self.real_node,
                                             os.path.join(self.bins["controllers"], "helm"),
-                                            self.project_bin, os.path.join(self.dir, "install"),
-                                            self.log)
+                                            os.path.join(self.dir, "install"), self.log)
         if install_charts:
             t1 = time.time()
             self.install.install_webhook()
-            self.install.install_operator()
-            self.log("charts installed with helm in %.1fs" % (time.time() - t1))
+            # `make cluster`: the operator is `make run`'s (one reconciler), its chart's
+            # Deployment at zero replicas
+            self.install.install_operator(*([] if start_operator else [
+                "--set", "mldiagnosticsConnectionOperator.replicas=0"]))
+            self.log("charts installed with helm from %s in %.1fs" % (self.install.repo,
+                                                                      time.time() - t1))
             if start_processes:
                 self.webhook = self.install.start_webhook()
                 if start_operator:
@@ -102,8 +127,17 @@ class Cluster:
                                                          self.cp.admin_kubeconfig))
         return self
 
+    def place(self, pod):
+        """The node a pod is bound to: the real one when it can pull every
+        image the pod names (the tier's registry serves them), else the
+        process node."""
+        if self.real_node and self.real_node.serves(pod):
+            return node.NODE_NAME
+        return "e2e-node"
+
     def down(self):
-        for part in (self.install, self.controllers, self.node, self.cp):
+        for part in (self.install, self.controllers, self.node, self.real_node, self.registry,
+                     self.cp):
             if part is not None:
                 try:
                     part.stop()

@@ -2,13 +2,17 @@
 kube-controller-manager built from their upstream modules (build.sh).
 
 - etcd on 127.0.0.1, `--unsafe-no-fsync`, data in the work directory;
-- kube-apiserver on 127.0.0.1 with TLS (its own CA), a static token file (an
-  admin token in system:masters), ServiceAccount tokens (issuer, signing
-  key), RBAC authorization and the default admission plugins, so mutating
-  webhooks are called; `--endpoint-reconciler-type=none` because Endpoints
-  may not hold 127/8 addresses;
+- kube-apiserver with TLS (its own CA), a static token file (an admin token
+  in system:masters), ServiceAccount tokens (issuer, signing key), Node and
+  RBAC authorization and the default admission plugins plus NodeRestriction,
+  so mutating webhooks are called. With a real node (`bind_ip`, the tier's
+  host address on its bridge) it serves there and its `kubernetes` Service
+  has that address as Endpoints, as a cluster's does; without one, on
+  127.0.0.1 with `--endpoint-reconciler-type=none` (Endpoints may not hold
+  127/8 addresses);
 - kube-controller-manager with the job, statefulset, replicaset, deployment,
-  garbage-collector, namespace and serviceaccount(-token) controllers (no
+  garbage-collector, namespace, serviceaccount(-token) and the Services'
+  endpoint(-slice) controllers, which kube-proxy follows (no
   node lifecycle or pod GC: nothing heartbeats the node but the tier).
 Everything is bounded in time; stop() tears it all down.
 """
@@ -24,13 +28,15 @@ from procs import Proc, free_port, make_ca, make_leaf, openssl, wait_until
 CONTROLLERS = [n + "-controller" for n in (
     "job", "statefulset", "replicaset", "deployment", "garbage-collector", "namespace",
     "serviceaccount", "serviceaccount-token", "cronjob", "root-ca-certificate-publisher",
-    "clusterrole-aggregation", "ttl-after-finished")]
+    "clusterrole-aggregation", "ttl-after-finished", "endpointslice",
+    "endpointslice-mirroring", "endpoints")]
 ADMIN_TOKEN_USER = "e2e-admin"
 AUDITED_NAMESPACE = "gke-mldiagnostics"
 
 
 class ControlPlane:
-    def __init__(self, bin_dir, work_dir=None, log=print, tracing_endpoint=None):
+    def __init__(self, bin_dir, work_dir=None, log=print, tracing_endpoint=None, bind_ip=None,
+                 service_cidr=None):
         self.bin = bin_dir
         self.dir = work_dir or tempfile.mkdtemp(prefix="mld-e2e-")
         self.pki = os.path.join(self.dir, "pki")
@@ -43,18 +49,26 @@ class ControlPlane:
         self.admin_token = os.urandom(16).hex()
         self.api = None
         self.tracing_endpoint = tracing_endpoint  # OTLP/gRPC host:port: trace every request
+        self.bind_ip = bind_ip or "127.0.0.1"
+        self.service_cidr = service_cidr or "10.96.0.0/16"
 
     # ---- PKI and credentials ----
     def _pki(self):
         self.ca = make_ca(self.pki, "ca", "mld-e2e-ca")
+        import ipaddress
+        first = ipaddress.ip_network(self.service_cidr).network_address + 1  # `kubernetes`
         self.serving = make_leaf(self.pki, "apiserver", self.ca, "kube-apiserver", sans=[
-            "IP:127.0.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
-            "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"])
+            "IP:127.0.0.1", "IP:" + self.bind_ip, "IP:%s" % first, "DNS:localhost",
+            "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"])
         self.sa_key = os.path.join(self.pki, "sa.key")
         self.sa_pub = os.path.join(self.pki, "sa.pub")
         openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
                 "-out", self.sa_key)
         openssl("pkey", "-in", self.sa_key, "-pubout", "-out", self.sa_pub)
+        # the API server's client certificate for kubelets (logs, exec)
+        self.kubelet_client = make_leaf(self.pki, "apiserver-kubelet-client", self.ca,
+                                        "kube-apiserver-kubelet-client", client=True,
+                                        org="system:masters")
         self.tokens = os.path.join(self.pki, "tokens.csv")
         with open(self.tokens, "w") as f:
             f.write('%s,%s,%s,"system:masters"\n' % (self.admin_token, ADMIN_TOKEN_USER,
@@ -134,27 +148,32 @@ class ControlPlane:
                 "--audit-log-batch-max-wait", "1s"]
 
     def _apiserver(self):
-        self.port = free_port()
-        self.server = "https://127.0.0.1:%d" % self.port
+        self.port = free_port(self.bind_ip)
+        self.server = "https://%s:%d" % (self.bind_ip, self.port)
+        endpoints = ["--endpoint-reconciler-type", "none"] if self.bind_ip == "127.0.0.1" \
+            else []
         self.apiserver = self._start("kube-apiserver", [
             os.path.join(self.bin, "kube-apiserver")] + self._tracing_flags() +
             self._audit_flags() + [
             "--etcd-servers", self.etcd_url,
-            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            "--bind-address", self.bind_ip, "--advertise-address", self.bind_ip,
             "--secure-port", str(self.port),
             "--cert-dir", os.path.join(self.dir, "apiserver-certs"),
             "--tls-cert-file", self.serving[0], "--tls-private-key-file", self.serving[1],
             "--client-ca-file", self.ca[0],
             "--token-auth-file", self.tokens,
-            "--authorization-mode", "RBAC",
+            "--authorization-mode", "Node,RBAC",
+            "--enable-admission-plugins", "NodeRestriction",
+            "--kubelet-client-certificate", self.kubelet_client[0],
+            "--kubelet-client-key", self.kubelet_client[1],
+            "--kubelet-preferred-address-types", "InternalIP,Hostname",
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", self.sa_pub,
             "--service-account-signing-key-file", self.sa_key,
-            "--service-cluster-ip-range", "10.96.0.0/16",
+            "--service-cluster-ip-range", self.service_cidr,
             "--allow-privileged=true",
-            "--endpoint-reconciler-type", "none",
             "--profiling=false",
-            "--v", "1"])
+            "--v", "1"] + endpoints)
         self.admin_kubeconfig = self.kubeconfig(os.path.join(self.dir, "admin.kubeconfig"),
                                                 self.admin_token, "default")
         self.api = kubeapi.Api(self.server, self.ca[0], self.admin_token)

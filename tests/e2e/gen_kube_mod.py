@@ -22,6 +22,8 @@ TOOLS = [
     "k8s.io/kubernetes/cmd/kube-apiserver",
     "k8s.io/kubernetes/cmd/kube-controller-manager",
     "k8s.io/kubernetes/cmd/kubectl",
+    "k8s.io/kubernetes/cmd/kubelet",
+    "k8s.io/kubernetes/cmd/kube-proxy",
     "go.etcd.io/etcd/server/v3",
 ]
 

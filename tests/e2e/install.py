@@ -1,26 +1,28 @@
-"""Seed 003's install, with real helm, into the tier's cluster; then the
-webhook and the operator as local processes standing in for the charts'
-Deployment pods.
+"""Seed 003's install, with real helm, into the tier's cluster, from the
+tier's OCI registry: both charts are packaged and pushed there
+(registry.py), then installed with the seed's commands against
+`oci://<registry>/charts/<chart>` with `--version`. The charts' rendered pod
+specs run unchanged on the real node (node.py): the Deployments' pods, the
+certgen hook Jobs helm waits for and the `helm test` pods pull the
+project's images from the registry through the node's mirror of the
+charts' default repository; the MutatingWebhookConfiguration calls the
+webhook through its Service, as rendered.
 
-- The two `helm upgrade --install` commands of the seed, with local chart
-  paths (`certManager.enabled=false`: cert-manager's controller is not
-  built). helm waits for the certgen hook Job, which the tier's kubelet runs
-  with the hook's own ServiceAccount token.
-- The Deployments' pods are stand-ins: their long-running process is started
-  here, once, with the arguments and environment the chart rendered, a
-  token of the chart's ServiceAccount from the TokenRequest API (bound to
-  the stand-in pod), and only the host-specific flags changed (loopback
-  ports, certificate paths, --kubeconfig). Two webhook replicas could not
-  share one host port, and the API server must call the webhook by URL:
-  the chart's MutatingWebhookConfiguration is used as rendered with only
-  its clientConfig switched to https://127.0.0.1:PORT/mutate and a caBundle
-  for the local serving certificate.
+One difference from the seed's webhook command: `certManager.enabled=false`
+(cert-manager's controller does not build from the module proxy), so the
+chart's certgen hook makes the certificate.
+
+Handles: `webhooks[0]` is the webhook's Deployment (stop() scales it to
+zero: the webhook is down; start() scales it back); `operators` are the
+operator Deployment's pods, one handle each (stop() deletes the pod: the
+kubelet's SIGTERM; its ReplicaSet makes another).
 """
 import base64
 import http.client
 import http.server
-import json
 import os
+import re
+import socket
 import ssl
 import subprocess
 import threading
@@ -28,7 +30,7 @@ import threading
 import yaml
 
 import kubeapi
-from procs import Proc, free_port, make_ca, make_leaf, wait_until
+from procs import wait_until
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHARTS = os.path.join(ROOT, "charts")
@@ -43,11 +45,16 @@ GKE = {"cluster-name": "e2e-cluster", "cluster-location": "us-central1",
        "project-id": "mld-e2e-project"}
 
 
+def chart_version(chart):
+    with open(os.path.join(CHARTS, chart, "Chart.yaml")) as f:
+        return re.search(r"^version:\s*\"?([^\s\"]+)", f.read(), re.M).group(1)
+
+
 class MetadataServer:
     """The GKE metadata server as the webhook asks it for the cluster name
     (GCE_METADATA_HOST, as Google's client libraries honour it)."""
 
-    def __init__(self):
+    def __init__(self, bind="127.0.0.1"):
         values = {"/computeMetadata/v1/instance/attributes/cluster-name": GKE["cluster-name"],
                   "/computeMetadata/v1/instance/attributes/cluster-location":
                       GKE["cluster-location"],
@@ -67,8 +74,9 @@ class MetadataServer:
             def log_message(self, *a):
                 pass
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.host = "127.0.0.1:%d" % self.httpd.server_address[1]
+        self.httpd = http.server.ThreadingHTTPServer((bind, 0), H)
+        self.bind, self.port = bind, self.httpd.server_address[1]
+        self.host = "%s:%d" % (bind, self.port)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def close(self):
@@ -76,9 +84,11 @@ class MetadataServer:
 
 
 class Helm:
-    def __init__(self, exe, kubeconfig, home):
+    def __init__(self, exe, kubeconfig, home, ca=None):
         self.exe = exe
+        # SSL_CERT_FILE: helm trusts the tier's registry as a user's helm trusts theirs
         self.env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "KUBECONFIG": kubeconfig,
+                    **({"SSL_CERT_FILE": ca} if ca else {}),
                     "HELM_CACHE_HOME": os.path.join(home, "cache"),
                     "HELM_CONFIG_HOME": os.path.join(home, "config"),
                     "HELM_DATA_HOME": os.path.join(home, "data")}
@@ -104,90 +114,46 @@ def find(docs, kind, name=None):
     return out[0]
 
 
-class LocalProcess(Proc):
-    """A stand-in pod's process, with HTTP(S) helpers for its probes."""
+class _PodHTTPS(http.client.HTTPSConnection):
+    """HTTPS to a pod's IP, verifying the certificate for its Service's name."""
 
-    def __init__(self, name, args, log_dir, env, pod, probe_port, https=False, ca=None):
-        super().__init__(name, args, log_dir, env=env)
-        self.pod = pod
-        self.probe_port = probe_port
+    def __init__(self, ip, port, name, context, timeout):
+        super().__init__(name, port, context=context, timeout=timeout)
+        self.ip = ip
+
+    def connect(self):
+        sock = socket.create_connection((self.ip, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
+class Deployment:
+    """A chart's Deployment and its pods on the real node."""
+
+    def __init__(self, inst, release, port, https=False, service=None):
+        self.inst = inst
+        self.api = inst.api
+        self.release = release
+        self.port = port
         self.https = https
-        self.ca = ca
+        self.service = service  # the DNS name its serving certificate names
+        dep = find(inst.helm.manifest(release), "Deployment")
+        self.name = dep["metadata"]["name"]
+        self.replicas = dep["spec"].get("replicas", 1)
 
-    def get(self, path, port=None, timeout=3):
-        port = port or self.probe_port
-        if self.https:
-            ctx = ssl.create_default_context(cafile=self.ca)
-            c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
-        else:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-        try:
-            c.request("GET", path)
-            r = c.getresponse()
-            return r.status, r.read().decode(errors="replace")
-        finally:
-            c.close()
+    def path(self):
+        return kubeapi.path_for("Deployment", NAMESPACE, self.name)
 
-    def wait_ready(self, timeout=60):
-        def ready():
-            self.check_alive()
-            return self.get("/readyz")[0] == 200
-        wait_until(ready, timeout, self.name + " /readyz")
-        return self
-
-
-def _arg_value(args, flag):
-    for a in args:
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
-    return None
-
-
-def _replace_flag(args, flag, value):
-    out = [a for a in args if not (a == flag or a.startswith(flag + "="))]
-    return out + ["%s=%s" % (flag, value)]
-
-
-class Installation:
-    def __init__(self, cp, kubelet, helm_exe, project_bin, work_dir, log=print):
-        self.cp = cp
-        self.api = cp.api
-        self.kubelet = kubelet
-        self.bin = project_bin
-        self.dir = work_dir
-        self.log = log
-        os.makedirs(work_dir, exist_ok=True)
-        self.helm = Helm(helm_exe, cp.admin_kubeconfig, os.path.join(work_dir, "helm"))
-        self.metadata = MetadataServer()
-        self.pki = os.path.join(work_dir, "webhook-pki")
-        os.makedirs(self.pki, exist_ok=True)
-        self.webhooks = []
-        self.operators = []
-
-    # ---- the seed's commands ----
-    def install_webhook(self, *extra):
-        return self.helm.run("upgrade", "--install", WEBHOOK_RELEASE,
-                             "--namespace=" + NAMESPACE, "--create-namespace",
-                             "charts/" + WEBHOOK_RELEASE, "--set", "certManager.enabled=false",
-                             *extra)
-
-    def install_operator(self, *extra, seed_args=True):
-        sets = ["--set", SEED_OPERATOR_SET] if seed_args else []
-        return self.helm.run("upgrade", "--install", OPERATOR_RELEASE,
-                             "--namespace=" + NAMESPACE, "--create-namespace",
-                             "charts/" + OPERATOR_RELEASE, *sets, *extra)
-
-    # ---- stand-in pods ----
-    def _standin_pods(self, deployment):
-        """The pods of the Deployment's current ReplicaSet, once rolled out."""
-        name = deployment["metadata"]["name"]
-
+    def pods(self, timeout=120):
+        """The pods of the current ReplicaSet, once rolled out and Ready."""
         def rolled_out():
-            d = self.api.get(kubeapi.path_for("Deployment", NAMESPACE, name))
+            d = self.api.get(self.path())
             st, want = d.get("status", {}), d["spec"].get("replicas", 1)
             if st.get("observedGeneration", 0) < d["metadata"]["generation"] or \
-               st.get("updatedReplicas") != want or st.get("readyReplicas") != want:
+               st.get("updatedReplicas", 0) != want or st.get("readyReplicas", 0) != want or \
+               st.get("replicas", 0) != want:
                 return None
+            if want == 0:
+                return []
             rs = [r for r in self.api.list(kubeapi.path_for("ReplicaSet", NAMESPACE))
                   if any(o["uid"] == d["metadata"]["uid"]
                          for o in r["metadata"].get("ownerReferences", []))]
@@ -199,110 +165,143 @@ class Installation:
                     if not p["metadata"].get("deletionTimestamp")]
             return sorted(pods, key=lambda p: p["metadata"]["name"]) \
                 if len(pods) == want else None
-        return wait_until(rolled_out, 90, "Deployment %s rolled out" % name)
+        return wait_until(rolled_out, timeout, "Deployment %s rolled out" % self.name, 0.3)
 
-    def _standin_pod(self, deployment, index=0):
-        pods = self._standin_pods(deployment)
-        return pods[min(index, len(pods) - 1)]
+    def wait_ready(self, timeout=120):
+        self.pods(timeout)
+        return self
 
-    def reinstall_operator(self, seed_args=True, *extra, replicas=1, names=("operator",)):
-        """helm upgrade the operator release (the seed's JAX 0.8 line, or its
-        JAX 0.9+ line: no --set, the chart's default arguments) and run one
-        stand-in process per replica."""
-        for p in self.operators:
-            p.stop(timeout=15)
+    def scale(self, n, timeout=120):
+        self.api.patch(self.path() + "/scale", {"spec": {"replicas": n}})
+        if n == 0:  # down: no pod left to answer (kubelet ran preStop and SIGTERM)
+            sel = ",".join("%s=%s" % kv for kv in self.selector().items())
+            wait_until(lambda: not self.api.list(kubeapi.path_for("Pod", NAMESPACE),
+                                                 labelSelector=sel), timeout,
+                       "the pods of %s gone" % self.name, 0.3)
+        else:
+            self.pods(timeout)
+
+    def selector(self):
+        return self.api.get(self.path())["spec"]["selector"]["matchLabels"]
+
+    # the webhook down and up again (the stand-in's stop/start)
+    def stop(self):
+        self.scale(0)
+
+    def start(self):
+        self.scale(self.replicas)
+        return self
+
+    def ca_file(self):
+        """The CA the MutatingWebhookConfiguration trusts (certgen's)."""
+        mwc = self.inst.webhook_configuration()
+        path = os.path.join(self.inst.dir, "webhook-ca.crt")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(mwc["webhooks"][0]["clientConfig"]["caBundle"]))
+        return path
+
+    def request(self, method, path, body=None, headers=None, pod=None, port=None,
+                timeout=10):
+        """One request to a Ready pod (the first), as its Service would route it."""
+        pod = pod or self.pods()[0]
+        ip = pod["status"]["podIP"]
+        if self.https:
+            ctx = ssl.create_default_context(cafile=self.ca_file())
+            c = _PodHTTPS(ip, port or self.port, self.service, ctx, timeout)
+        else:
+            c = http.client.HTTPConnection(ip, port or self.port, timeout=timeout)
+        try:
+            c.request(method, path, body, headers or {})
+            r = c.getresponse()
+            return r.status, r.read().decode(errors="replace")
+        finally:
+            c.close()
+
+
+class Replica:
+    """One pod of the operator's Deployment."""
+
+    def __init__(self, deployment, pod):
+        self.deployment = deployment
+        self.pod = pod
+        self.name = pod["metadata"]["name"]
+
+    def get(self, path, port=None, timeout=3):
+        return self.deployment.request("GET", path, pod=self.pod, port=port, timeout=timeout)
+
+    def stop(self, timeout=60):
+        """Delete the pod (the kubelet sends SIGTERM); wait until it is gone."""
+        api = self.deployment.api
+        path = kubeapi.path_for("Pod", NAMESPACE, self.name)
+        api.delete(path)
+        wait_until(lambda: not api.exists(path), timeout, "pod %s gone" % self.name, 0.3)
+
+    def wait_ready(self, timeout=120):
+        self.deployment.wait_ready(timeout)
+        return self
+
+
+class Installation:
+    def __init__(self, cp, registry, node, helm_exe, work_dir, log=print):
+        self.cp = cp
+        self.api = cp.api
+        self.node = node
+        self.dir = work_dir
+        self.log = log
+        os.makedirs(work_dir, exist_ok=True)
+        self.helm = Helm(helm_exe, cp.admin_kubeconfig, os.path.join(work_dir, "helm"),
+                         ca=cp.ca[0])
+        # The GKE metadata server the webhook asks for the cluster's name: at
+        # metadata.google.internal (the cluster DNS) = 169.254.169.254 (the node's DNAT).
+        self.metadata = MetadataServer(node.net.host_ip)
+        node.route_metadata(self.metadata.bind, self.metadata.port)
+        self.repo = registry.push_charts(self.helm)
+        self.webhooks = []
         self.operators = []
-        sets = ["--set", "mldiagnosticsConnectionOperator.replicas=%d" % replicas] \
-            if replicas != 1 else []
+
+    # ---- the seed's commands ----
+    def install_webhook(self, *extra):
+        return self.helm.run("upgrade", "--install", WEBHOOK_RELEASE,
+                             "--namespace=" + NAMESPACE, "--create-namespace",
+                             "--version", chart_version(WEBHOOK_RELEASE),
+                             "%s/%s" % (self.repo, WEBHOOK_RELEASE),
+                             "--set", "certManager.enabled=false", *extra)
+
+    def install_operator(self, *extra, seed_args=True):
+        sets = ["--set", SEED_OPERATOR_SET] if seed_args else []
+        return self.helm.run("upgrade", "--install", OPERATOR_RELEASE,
+                             "--namespace=" + NAMESPACE, "--create-namespace",
+                             "--version", chart_version(OPERATOR_RELEASE),
+                             "%s/%s" % (self.repo, OPERATOR_RELEASE), *sets, *extra)
+
+    # ---- the running pods ----
+    def start_webhook(self):
+        svc = find(self.helm.manifest(WEBHOOK_RELEASE), "Service")["metadata"]["name"]
+        wh = Deployment(self, WEBHOOK_RELEASE, 8443, https=True,
+                        service="%s.%s.svc" % (svc, NAMESPACE)).wait_ready()
+        self.webhooks = [wh]
+        return wh
+
+    def start_operator(self):
+        return self.operator_replicas()[0]
+
+    def operator_replicas(self):
+        dep = Deployment(self, OPERATOR_RELEASE, 8081)
+        self.operators = [Replica(dep, p) for p in dep.pods()]
+        return self.operators
+
+    def reinstall_operator(self, seed_args=True, *extra, replicas=1):
+        """helm upgrade the operator release (the seed's JAX 0.8 line, or its
+        JAX 0.9+ line: no --set, the chart's default arguments); returns the
+        handles of its pods once rolled out."""
+        sets = ["--set", "mldiagnosticsConnectionOperator.replicas=%d" % replicas]
         self.install_operator(*sets, *extra, seed_args=seed_args)
-        return [self.start_operator(n, i, wait=False) for i, n in enumerate(names)]
-
-    def sa_kubeconfig(self, pod, name):
-        sa = pod["spec"]["serviceAccountName"]
-        tr = self.api.request("POST", kubeapi.path_for("ServiceAccount", NAMESPACE, sa, "token"), {
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 7200, "boundObjectRef": {
-                "apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
-                "uid": pod["metadata"]["uid"]}}})
-        return self.cp.kubeconfig(os.path.join(self.dir, name + ".kubeconfig"),
-                                  tr["status"]["token"], NAMESPACE)
-
-    def _container_env(self, pod, container):
-        import kubelet
-        env = kubelet.container_env(self.api, pod, container)
-        return {"PATH": os.environ.get("PATH", ""), "HOME": self.dir, **env}
-
-    def start_webhook(self, name="webhook", index=0, extra_args=(), env=None, register=True):
-        docs = self.helm.manifest(WEBHOOK_RELEASE)
-        dep = find(docs, "Deployment")
-        c = dep["spec"]["template"]["spec"]["containers"][0]
-        pod = self._standin_pod(dep, index)
-        crt, key = self.serving_cert()
-        port = free_port()
-        args = list(c.get("args", []))
-        for flag, value in (("--port", port), ("--bind-address", "127.0.0.1"),
-                            ("--tls-cert-file", crt), ("--tls-key-file", key),
-                            ("--kubeconfig", self.sa_kubeconfig(pod, name))):
-            args = _replace_flag(args, flag, value)
-        penv = self._container_env(pod, c)
-        penv["GCE_METADATA_HOST"] = self.metadata.host
-        penv.update(env or {})
-        p = LocalProcess(name, [os.path.join(self.bin, "mldiagnostics-webhook")] + args +
-                         list(extra_args), self.cp.logs, penv, pod, port, https=True,
-                         ca=self.ca[0]).start()
-        self.webhooks.append(p)
-        p.wait_ready()
-        if register:
-            self.point_webhook_at(port)
-        return p
-
-    def serving_cert(self):
-        if not hasattr(self, "ca"):
-            self.ca = make_ca(self.pki, "ca", "mld-e2e-webhook-ca")
-            self.crt = make_leaf(self.pki, "tls", self.ca, "mldiagnostics-injection-webhook",
-                                 sans=["IP:127.0.0.1", "DNS:localhost"])
-        return self.crt
+        return self.operator_replicas()
 
     def webhook_configuration(self):
         docs = self.helm.manifest(WEBHOOK_RELEASE)
         name = find(docs, "MutatingWebhookConfiguration")["metadata"]["name"]
         return self.api.get(kubeapi.path_for("MutatingWebhookConfiguration", name=name))
 
-    def point_webhook_at(self, port):
-        """Switch only clientConfig of every entry to the local URL."""
-        mwc = self.webhook_configuration()
-        with open(self.ca[0], "rb") as f:
-            bundle = base64.b64encode(f.read()).decode()
-        ops = []
-        for i, wh in enumerate(mwc["webhooks"]):
-            path = wh["clientConfig"].get("service", {}).get("path") or "/mutate"
-            ops.append({"op": "replace", "path": "/webhooks/%d/clientConfig" % i, "value": {
-                "url": "https://127.0.0.1:%d%s" % (port, path), "caBundle": bundle}})
-        self.api.patch(kubeapi.path_for("MutatingWebhookConfiguration",
-                                        name=mwc["metadata"]["name"]), ops, "json")
-
-    def start_operator(self, name="operator", index=0, extra_args=(), wait=True):
-        docs = self.helm.manifest(OPERATOR_RELEASE)
-        dep = find(docs, "Deployment")
-        c = dep["spec"]["template"]["spec"]["containers"][0]
-        pod = self._standin_pod(dep, index)
-        health, metrics = free_port(), free_port()
-        args = list(c.get("args", []))
-        if _arg_value(args, "--health-probe-bind-address") != "0":
-            args = _replace_flag(args, "--health-probe-bind-address", "127.0.0.1:%d" % health)
-        if _arg_value(args, "--metrics-bind-address") != "0":
-            args = _replace_flag(args, "--metrics-bind-address", "127.0.0.1:%d" % metrics)
-        args = _replace_flag(args, "--kubeconfig", self.sa_kubeconfig(pod, name))
-        penv = self._container_env(pod, c)
-        p = LocalProcess(name, [os.path.join(self.bin, "mldiagnostics-operator")] + args +
-                         list(extra_args), self.cp.logs, penv, pod, health).start()
-        p.metrics_port = metrics
-        self.operators.append(p)
-        if wait:
-            p.wait_ready()
-        return p
-
     def stop(self):
-        for p in self.operators + self.webhooks:
-            p.stop(timeout=15)
         self.metadata.close()

@@ -34,6 +34,7 @@ RESOURCES = {
     "ConfigMap": ("v1", "configmaps", True),
     "Event": ("v1", "events", True),
     "Node": ("v1", "nodes", False),
+    "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices", True),
     "Job": ("batch/v1", "jobs", True),
     "CronJob": ("batch/v1", "cronjobs", True),
     "Deployment": ("apps/v1", "deployments", True),
@@ -252,8 +253,11 @@ class Api:
                     raise
                 last = None
             time.sleep(interval)
+        if isinstance(last, dict) and "status" in last:  # what the wait was about first
+            last = {"status": last["status"], "metadata": {
+                k: v for k, v in last.get("metadata", {}).items() if k != "managedFields"}}
         raise AssertionError("timed out after %ds waiting for %s; last: %s" % (
-            timeout, what or path, json.dumps(last)[:1500] if last else "not found"))
+            timeout, what or path, json.dumps(last)[:3000] if last else "not found"))
 
 
 def load_yaml_docs(path_or_text):

@@ -1,24 +1,21 @@
 """The tier's node: what kube-scheduler and a kubelet do for the pods of the
 end-to-end tests, through the real API server.
 
-- Scheduling: a pod without `spec.nodeName` is bound to the one Node with
-  the `pods/binding` subresource (unless it has scheduling gates).
+- Scheduling: a pod without `spec.nodeName` is bound to the Node that
+  place(pod) names (this one by default; cluster.py's rule when there is a
+  real node too) with the `pods/binding` subresource (unless it has
+  scheduling gates).
 - Running: a bound pod gets the status a kubelet posts (phase Running,
   podIP/podIPs, hostIP, the Initialized/PodReadyToStartContainers/
   ContainersReady/Ready conditions, containerStatuses) through `pods/status`.
-- Containers whose image this node knows run as local processes, with the
-  environment the kubelet would give them (`env`, `envFrom`, `fieldRef`,
-  `$(VAR)` expanded by kubelet's own rules, see expand()):
-    * `.../mldiagnostics-webhook` and `.../mldiagnostics-operator`: the
-      project's binaries on the host network, with a kubeconfig holding a
-      token of the pod's ServiceAccount from the TokenRequest API, bound to
-      the pod (what the kubelet's projected token volume holds);
-    * `mld-e2e/python`: the tier's Python (its venv) in a network namespace
-      of the pod's own (netns.py), whose address is the podIP.
-  Other images run nothing: the pod is reported Running with a 127.x.y.z
-  address that nobody connects to. So do the project's images in pods of a
-  ReplicaSet, StatefulSet or DaemonSet: those are the charts' Deployments,
-  whose one process install.py starts as a stand-in.
+- Containers of the `mld-e2e/python` image run as local processes, with
+  the environment the kubelet would give them (`env`, `envFrom`,
+  `fieldRef`, `$(VAR)` expanded by kubelet's own rules, see expand()): the
+  tier's Python (its venv, with jax, xprof and the SDKs, which no image
+  here holds) in a network namespace of the pod's own (netns.py), whose
+  address is the podIP. Other images run nothing: the pod is reported
+  Running with a 127.x.y.z address that nobody connects to. (The project's
+  images run on the real node, node.py.)
 - Exits: restartPolicy Never/OnFailure/Always as the kubelet applies it;
   all containers ended → phase Succeeded or Failed.
 - Deletion: a pod with a deletionTimestamp has its processes stopped
@@ -160,9 +157,10 @@ class _Pod:
 
 
 class Kubelet:
-    def __init__(self, api, ca_file, node_name, work_dir, runtimes, networks=None, log=None):
-        """runtimes: {image basename: executable} for local programs and
-        {"python": path} for PYTHON_IMAGE; networks: netns.PodNetworks or None."""
+    def __init__(self, api, ca_file, node_name, work_dir, runtimes, networks=None, log=None,
+                 place=None):
+        """runtimes: {"python": path} for PYTHON_IMAGE; networks: netns.PodNetworks or None;
+        place(pod): the node an unscheduled pod is bound to (default: this one)."""
         self.api = api
         self.ca_file = ca_file
         self.node = node_name
@@ -170,6 +168,7 @@ class Kubelet:
         self.runtimes = runtimes
         self.networks = networks
         self.log = log or (lambda msg: None)
+        self.place = place or (lambda pod: self.node)
         self.pods = {}
         self.lock = threading.Lock()
         self.events = queue.Queue()
@@ -274,7 +273,7 @@ class Kubelet:
             try:
                 self.api.request("POST", path + "/binding", {
                     "apiVersion": "v1", "kind": "Binding", "metadata": {"name": md["name"]},
-                    "target": {"apiVersion": "v1", "kind": "Node", "name": self.node}})
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": self.place(pod)}})
             except kubeapi.ApiError as e:
                 if e.code not in (404, 409):
                     raise
@@ -298,19 +297,11 @@ class Kubelet:
     def _runtime(self, image):
         base = image.split("@")[0].rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] \
             else image.split("@")[0]
-        if base == PYTHON_IMAGE:
-            return "python"
-        name = base.rsplit("/", 1)[-1]
-        return name if name in self.runtimes else None
+        return "python" if base == PYTHON_IMAGE else None
 
     def _start(self, p, pod):
         spec = pod["spec"]
         kinds = {c["name"]: self._runtime(c.get("image", "")) for c in spec["containers"]}
-        # The project's long-running replicated pods are stand-ins: install.py
-        # runs their one process (two replicas could not share a host port).
-        owners = {o["kind"] for o in pod["metadata"].get("ownerReferences", [])}
-        if owners & {"ReplicaSet", "StatefulSet", "DaemonSet"}:
-            kinds = {k: v if v == "python" else None for k, v in kinds.items()}
         wants_netns = "python" in kinds.values() and not spec.get("hostNetwork")
         if wants_netns:
             if self.networks is None:
@@ -334,38 +325,17 @@ class Kubelet:
         self.log("kubelet: %s/%s running at %s (%s)" % (p.ns, p.name, p.ip, ", ".join(
             "%s=%s" % (k, v or "-") for k, v in kinds.items())))
 
-    def _kubeconfig(self, p, pod):
-        sa = pod["spec"].get("serviceAccountName") or "default"
-        tr = self.api.request("POST", kubeapi.path_for("ServiceAccount", p.ns, sa, "token"), {
-            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600, "boundObjectRef": {
-                "apiVersion": "v1", "kind": "Pod", "name": p.name, "uid": p.uid}}})
-        path = os.path.join(p.dir, "kubeconfig")
-        with open(path, "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "Config", "current-context": "pod",
-                       "clusters": [{"name": "c", "cluster": {
-                           "server": self.api.server, "certificate-authority": self.ca_file}}],
-                       "users": [{"name": "sa", "user": {"token": tr["status"]["token"]}}],
-                       "contexts": [{"name": "pod", "context": {
-                           "cluster": "c", "user": "sa", "namespace": p.ns}}]}, f)
-        return path
-
     def _spawn(self, p, pod, c, kind):
         env = container_env(self.api, pod, c)
         argv = [expand(a, env) for a in c.get("command", [])] or None
         args = [expand(a, env) for a in c.get("args", [])]
         base_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": p.dir,
                     "HOSTNAME": p.name}
-        if kind == "python":
-            if not argv or os.path.basename(argv[0]) not in ("python", "python3"):
-                raise RuntimeError("container %s: %s runs only `python ...`" % (
-                    c["name"], PYTHON_IMAGE))
-            argv = [self.runtimes["python"]] + argv[1:]
-            netns = p.netns
-        else:
-            argv = [self.runtimes[kind]] + (argv[1:] if argv else [])
-            base_env["KUBECONFIG"] = self._kubeconfig(p, pod)
-            netns = None
+        if not argv or os.path.basename(argv[0]) not in ("python", "python3"):
+            raise RuntimeError("container %s: %s runs only `python ...`" % (
+                c["name"], PYTHON_IMAGE))
+        argv = [self.runtimes["python"]] + argv[1:]
+        netns = p.netns
         full_env = {**base_env, **env}
         cmd = argv + args
         if netns:

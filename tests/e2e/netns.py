@@ -8,7 +8,9 @@ benchmarking range, never routed): each run of the tier takes a free slot
 i (0-15, an flock in /run/lock), its bridge `mlde2e<i>` with 198.18.<16i>.0/20
 and namespaces `mlde2e<i>-<n>`, so that `make cluster` and `make e2e` can
 run side by side. The host side is 198.18.<16i>.1, where the tier's
-stand-ins for cluster services (the OTLP receiver) listen. `ip netns exec` bind-mounts /etc/netns/NAME/hosts over
+stand-ins for cluster services (the OTLP receiver) listen. The slot's real
+node (node.py) takes 198.19.<16i>.0/21 for its pods and 198.19.<16i+8>.0/21
+for the cluster's Services, routed to the node's own namespace on the bridge. `ip netns exec` bind-mounts /etc/netns/NAME/hosts over
 /etc/hosts, which gives the pods the cluster DNS names they need.
 """
 import fcntl
@@ -95,6 +97,10 @@ class PodNetworks:
         self.bridge = self.prefix
         self.net = ipaddress.ip_network("198.18.%d.0/20" % (16 * self.slot))
         self.host_ip = str(self.net.network_address + 1)
+        self.pod_cidr = "198.19.%d.0/21" % (16 * self.slot)
+        self.service_cidr = "198.19.%d.0/21" % (16 * self.slot + 8)
+        self.routes = []  # (cidr, via): in every namespace, those made later too
+        self.names = {}  # namespace -> its address
         # DNS name -> address (None: the host side), written to each pod's /etc/hosts
         self.hosts = {k: v or self.host_ip for k, v in (hosts or {}).items()}
         cleanup(self.slot)
@@ -119,6 +125,12 @@ class PodNetworks:
         _ip("-n", name, "link", "set", pod_if, "name", "eth0")
         _ip("-n", name, "addr", "add", "%s/%d" % (addr, self.net.prefixlen), "dev", "eth0")
         _ip("-n", name, "link", "set", "eth0", "up")
+        with self.lock:
+            routes = list(self.routes)
+            self.names[name] = addr
+        for cidr, via in routes:
+            if via != addr:
+                _ip("-n", name, "route", "replace", cidr, "via", via)
         etc = "/etc/netns/" + name
         os.makedirs(etc, exist_ok=True)
         with open(os.path.join(etc, "hosts"), "w") as f:
@@ -127,7 +139,19 @@ class PodNetworks:
                 f.write("%s %s\n" % (ip, host))
         return name, addr
 
+    def route(self, cidr, via):
+        """Route `cidr` via the address `via` on the bridge, in every namespace
+        (the real node's pod and Service CIDRs, which the process node's pods
+        reach and answer through the node)."""
+        with self.lock:
+            self.routes.append((cidr, via))
+            names = [n for n, a in self.names.items() if a != via]
+        for name in names:
+            _ip("-n", name, "route", "replace", cidr, "via", via, check=False)
+
     def delete(self, name):
+        with self.lock:
+            self.names.pop(name, None)
         _ip("netns", "del", name, check=False)
         shutil.rmtree("/etc/netns/" + name, ignore_errors=True)
 

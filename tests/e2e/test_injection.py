@@ -263,13 +263,10 @@ class Reinvocation(E2ETest):
             "resource": {"group": "", "version": "v1", "resource": "pods"},
             "operation": "CREATE", "namespace": ns, "object": pod,
             "userInfo": {"username": "e2e"}}}
-        ctx = ssl.create_default_context(cafile=wh.ca)
-        import http.client
-        c = http.client.HTTPSConnection("127.0.0.1", wh.probe_port, context=ctx, timeout=10)
-        c.request("POST", "/mutate?timeout=5s", json.dumps(review),
-                  {"Content-Type": "application/json"})
-        resp = json.loads(c.getresponse().read())["response"]
-        c.close()
+        status, body = wh.request("POST", "/mutate?timeout=5s", json.dumps(review),
+                                  {"Content-Type": "application/json"})
+        self.assertEqual(status, 200, body)
+        resp = json.loads(body)["response"]
         self.assertTrue(resp["allowed"])
         self.assertNotIn("patch", resp, "a second review must add nothing")
 

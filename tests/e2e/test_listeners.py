@@ -96,6 +96,6 @@ class Listeners(E2ETest):
                 seen += 1
                 if not allowed(addr, pod_net):
                     bad.append("%s (pid %d) %s %s port %d" % (name, pid, proto, addr, port))
-        # etcd, the API server, kube-controller-manager, five controllers, the webhook
+        # etcd, the API server, kube-controller-manager, five controllers, the registry
         self.assertGreaterEqual(seen, 9, "found too few listeners to judge")
         self.assertEqual(bad, [], "listening outside loopback and the pod network")

@@ -164,33 +164,22 @@ class ChartRBAC(E2ETest):
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         cron = next(c for c in self.api.list("/apis/batch/v1/namespaces/%s/cronjobs" % NS)
                     if c["metadata"]["name"].endswith("certgen-renew"))
-        # certgen patches only entries that call the chart's Service: give the
-        # configuration its rendered clientConfig back for this run (the tier
-        # points it at the local process by URL), then the URL again.
-        mwc = inst.webhook_configuration()
-        rendered = install.find(inst.helm.manifest(install.WEBHOOK_RELEASE),
-                                "MutatingWebhookConfiguration")
-        self.api.patch(kubeapi.path_for("MutatingWebhookConfiguration",
-                                        name=mwc["metadata"]["name"]),
-                       [{"op": "replace", "path": "/webhooks/%d/clientConfig" % i,
-                         "value": w["clientConfig"]}
-                        for i, w in enumerate(rendered["webhooks"])], "json")
         self.kubectl("create", "job", "rbac-renew", "-n", NS,
                      "--from=cronjob/" + cron["metadata"]["name"])
         self.api.wait("/apis/batch/v1/namespaces/%s/jobs/rbac-renew" % NS,
                       lambda j: j.get("status", {}).get("succeeded"), 90,
                       what="certgen from the renewal CronJob")
         self.api.delete("/apis/batch/v1/namespaces/%s/jobs/rbac-renew" % NS)
-        inst.point_webhook_at(inst.webhooks[0].probe_port)
-        op = inst.start_operator("rbac-lease", extra_args=(
-            "--leader-elect", "--leader-election-id=rbac-check"))
+        # the chart's default arguments take the Lease (--leader-elect); then the seed's again
+        inst.reinstall_operator(False)
         try:
-            self.api.wait(kubeapi.path_for("Lease", NS, "rbac-check"),
-                          lambda l: l["spec"].get("holderIdentity"), 30)
-            time.sleep(4)  # a renewal (update) after the create
+            lease = self.api.wait(kubeapi.path_for("Lease", NS, install.OPERATOR_RELEASE),
+                                  lambda l: l["spec"].get("holderIdentity"), 60)
+            self.api.wait(kubeapi.path_for("Lease", NS, install.OPERATOR_RELEASE),
+                          lambda l: l["spec"].get("renewTime") != lease["spec"].get(
+                              "renewTime"), 30, what="a renewal (update) after the create")
         finally:
-            op.stop()
-            inst.operators.remove(op)
+            inst.reinstall_operator(True)
 
     def test_enough_and_no_wider_than_needed(self):
         self.drive_cache_misses()
