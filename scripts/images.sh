@@ -8,7 +8,7 @@
 # minbase variant; slim drops docs, man pages and locales).
 #
 #   scripts/images.sh [--push REGISTRY] [--tag TAG] [--cert-dir DIR | --insecure]
-#                     [--pause PAUSE_C --push-pause REGISTRY]
+#                     [--pause PAUSE_C --push-pause REGISTRY] [--also NAME=DOCKERFILE]...
 #
 # Prints one line per image: name, uncompressed size, compressed size (the
 # sum of its gzip layers: what a registry stores and a node pulls). With
@@ -17,7 +17,9 @@
 # --pause: also build the Kubernetes pause image (containerd's sandbox
 # image) from its C source, as build/pause does (static, FROM scratch, user
 # 65535), for a node that reaches no public registry; pushed as
-# REGISTRY/pause:3.10.2.
+# REGISTRY/pause:3.10.2. --also: one more image, NAME:TAG, from that
+# Dockerfile (its folder the context) on the same local bases, pushed with
+# the others (the end-to-end tier's consumer image).
 # Environment: MLD_IMAGES_STORE (default ~/.cache/mldiagnostics-images) holds
 # buildah's storage and the bases; a warm store rebuilds only what changed.
 set -eu
@@ -25,7 +27,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 STORE=${MLD_IMAGES_STORE:-$HOME/.cache/mldiagnostics-images}
 TAG=$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' \
   "$ROOT/charts/mldiagnostics-injection-webhook/Chart.yaml")
-PUSH="" TLS="--tls-verify=true" PAUSE="" PAUSE_PUSH=""
+PUSH="" TLS="--tls-verify=true" PAUSE="" PAUSE_PUSH="" ALSO=""
 PAUSE_TAG=3.10.2
 while [ $# -gt 0 ]; do
   case $1 in
@@ -35,6 +37,7 @@ while [ $# -gt 0 ]; do
     --cert-dir) TLS="--cert-dir=$2"; shift 2 ;;
     --pause) PAUSE=$2; shift 2 ;;
     --push-pause) PAUSE_PUSH=$2; shift 2 ;;
+    --also) ALSO="$ALSO $2"; shift 2 ;;
     *) echo "images.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -112,6 +115,17 @@ EOF
   if [ -n "$PUSH" ]; then
     $B push --quiet "$TLS" "$img" "docker://$PUSH/mldiagnostics-$target:$TAG" >/dev/null
     echo "images: pushed $PUSH/mldiagnostics-$target:$TAG"
+  fi
+done
+
+for also in $ALSO; do
+  name=${also%%=*} file=${also#*=}
+  $B build --quiet --isolation chroot --layers --pull=never \
+    --build-arg DEBIAN_SLIM=localhost/debian:12-slim \
+    -t "localhost/$name:$TAG" -f "$file" "$(dirname "$file")" >/dev/null
+  if [ -n "$PUSH" ]; then
+    $B push --quiet "$TLS" "localhost/$name:$TAG" "docker://$PUSH/$name:$TAG" >/dev/null
+    echo "images: pushed $PUSH/$name:$TAG"
   fi
 done
 

@@ -149,7 +149,9 @@ class Cluster:
     def check_alive(self):
         """Every long-running part still runs (a test fails at once if one died)."""
         for p in (self.cp.procs if self.cp else []) + (self.controllers.procs if
-                                                        self.controllers else []):
+                                                        self.controllers else []) + \
+                (self.real_node.procs if self.real_node else []) + \
+                ([self.registry.proc] if self.registry else []):
             p.check_alive()
 
     def kubectl(self, *args, check=True, input=None, timeout=60):

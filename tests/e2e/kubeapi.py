@@ -129,7 +129,8 @@ class Api:
     def raw(self, method, path, body=None, ctype="application/json", accept="application/json",
             query=None, timeout=None):
         """One request; returns (status, headers, bytes). Retries once on a stale
-        keep-alive connection."""
+        keep-alive connection (the API server closes one idle for 90 s; over TLS
+        the close shows as an SSL EOF)."""
         if query:
             path += ("&" if "?" in path else "?") + urllib.parse.urlencode(query)
         if body is not None and not isinstance(body, (bytes, str)):
@@ -143,7 +144,8 @@ class Api:
                 data = r.read()
                 return r.status, dict(r.getheaders()), data
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
-                    http.client.CannotSendRequest, http.client.ResponseNotReady):
+                    http.client.CannotSendRequest, http.client.ResponseNotReady,
+                    ssl.SSLEOFError):
                 c.close()
                 self.local.conn = None
                 if attempt:

@@ -1,20 +1,23 @@
 """The tier's real node: kubelet, containerd (with Debian's runc), the
-reference CNI plugins and kube-proxy, all built from their upstream modules
-(build.sh), in a network namespace of the tier's own.
+reference CNI plugins, kube-proxy and CoreDNS, all built from their
+upstream modules (build.sh), in a network namespace of the tier's own.
 
 Network (the slot's addresses, netns.py): the node's namespace sits on the
-tier's bridge like a host on a LAN, at NODE_IP, with its default route to
-the tier's host address. Inside it the bridge plugin's `cni0` holds the pod
-CIDR, and kube-proxy (nftables mode) the Services. The host routes the pod
-and Service CIDRs to NODE_IP, so the API server, on the host, reaches a
-webhook's Service as in a cluster: ClusterIP -> the node -> kube-proxy's DNAT
--> the pod. Pods reach the API server through the `kubernetes` Service (its
-Endpoints hold the API server's address on the tier's bridge).
+tier's bridge like a host on a LAN, at the node's address (`ip`), with its
+default route to the tier's host address. Inside it the bridge plugin's
+`cni0` holds the pod CIDR, and kube-proxy (nftables mode) the Services. The
+host (and every process-node pod) routes the pod and Service CIDRs to the
+node, so the API server, on the host, reaches a webhook's Service as in a
+cluster: ClusterIP -> the node -> kube-proxy's DNAT -> the pod. Pods reach
+the API server through the `kubernetes` Service (its Endpoints hold the API
+server's address on the tier's bridge); their DNS is CoreDNS behind a
+kube-dns Service, and the GKE metadata server's address is a DNAT to the
+tier's stand-in (route_metadata()).
 
 Processes run with nsenter --net (never `ip netns exec`, whose fresh /sys
 mount would hide the cgroup v1 hierarchies). The kubelet runs the tier's
 Kubernetes version with failCgroupV1: false: this machine has cgroup v1
-only, which kubelet 1.35+ refuses unless told (KEP-5573; maintenance mode).
+only, which kubelet 1.35+ refuses unless told (cgroup v1 is in maintenance).
 Everything the node makes lives under its work directory, the slot's
 /run/mlde2e<i> (containerd's state: short socket paths) and the cgroup
 /mlde2e<i>; stop() and cleanup(slot) remove all of it, pods included.
@@ -238,7 +241,8 @@ state = "%(state)s"
     disable = true
 """ % {"root": os.path.join(self.dir, "containerd"), "state": os.path.join(self.run, "state"),
                 "sock": self.sock, "runc_root": os.path.join(self.run, "runc"),
-                "certs": os.path.join(self.dir, "certs.d"), "runc": RUNC, "cni_bin": cni_bin, "cni_conf": os.path.join(self.dir, "cni/net.d")})
+                "certs": os.path.join(self.dir, "certs.d"), "runc": RUNC, "cni_bin": cni_bin,
+                "cni_conf": os.path.join(self.dir, "cni/net.d")})
         env = {"PATH": "%s:%s" % (self.bins["containerd"], os.environ.get("PATH", ""))}
         self.containerd = self._start("containerd", [
             os.path.join(self.bins["containerd"], "containerd"), "--config", conf], env)

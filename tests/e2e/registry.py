@@ -9,6 +9,8 @@ goes into it:
   mirrors here (node.py), so the charts install with their default values;
 - the Kubernetes pause image (containerd's sandbox image), built from the
   kubernetes module's own build/pause source, as `pause`;
+- the tier's consumer image (consumer.Dockerfile: Debian's python3 with the
+  pinned SDKs) as `mld-e2e/consumer`;
 - both charts, by `helm package` and `helm push`, under `charts/`.
 Thread-compatible: one owner starts it and stops it.
 """
@@ -19,13 +21,21 @@ import time
 
 from procs import Proc, make_leaf, wait_until
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CHARTS = ("mldiagnostics-injection-webhook", "mldiagnostics-connection-operator")
 # The registries the node's containerd mirrors here (node.py), and the
 # repositories this one serves: the charts' values.yaml defaults.
 MIRRORED = ("ghcr.io", "registry.k8s.io")
 SERVED = ("ghcr.io/mldiagnostics/mldiagnostics-webhook",
           "ghcr.io/mldiagnostics/mldiagnostics-operator")
+
+
+def app_version():
+    """The tag images.sh gives the images: the charts' appVersion."""
+    import re
+    with open(os.path.join(ROOT, "charts", CHARTS[0], "Chart.yaml")) as f:
+        return re.search(r'^appVersion:\s*"?([^"\s]+)', f.read(), re.M).group(1)
 
 
 def repository(image):
@@ -45,6 +55,7 @@ class Registry:
         self.host_ip = host
         self.log = log
         self.proc = None
+        self.tag = app_version()
 
     def start(self):
         s = socket.socket()
@@ -71,14 +82,44 @@ class Registry:
         wait_until(up, 30, "the registry on " + self.host)
         return self
 
+    def consumer_context(self):
+        """The consumer image's build context: its Dockerfile, the lock and the
+        wheels of its packages, downloaded once per lock by the tier's venv's
+        pip (the host's trust store reaches the index; a build does not)."""
+        import hashlib
+        import shutil
+        import sys
+        lock = os.path.join(HERE, "requirements.lock")
+        with open(lock, "rb") as f:
+            key = hashlib.sha256(f.read()).hexdigest()[:16]
+        cache = os.environ.get("MLD_E2E_CACHE",
+                               os.path.expanduser("~/.cache/mldiagnostics-e2e"))
+        wheels = os.path.join(cache, "consumer-wheels-" + key)
+        if not os.path.exists(os.path.join(wheels, ".complete")):
+            shutil.rmtree(wheels, ignore_errors=True)
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q",
+                            "--disable-pip-version-check", "-d", wheels, "-c", lock,
+                            "google-cloud-mldiagnostics", "opentelemetry-sdk",
+                            "opentelemetry-exporter-otlp-proto-grpc"],
+                           check=True, capture_output=True, timeout=600)
+            open(os.path.join(wheels, ".complete"), "w").close()
+        ctx = os.path.join(self.dir, "consumer")
+        shutil.rmtree(ctx, ignore_errors=True)
+        shutil.copytree(wheels, os.path.join(ctx, "wheels"))
+        for f in ("consumer.Dockerfile", "requirements.lock"):
+            shutil.copy(os.path.join(HERE, f), ctx)
+        return os.path.join(ctx, "consumer.Dockerfile")
+
     def push_images(self, pause_src):
-        """Build both images and the pause image (scripts/images.sh) and push
-        them here; returns what images.sh printed (the sizes)."""
+        """Build both images, the pause image and the consumer image
+        (scripts/images.sh) and push them here; returns what images.sh
+        printed (the sizes)."""
         t0 = time.time()
         env = dict(os.environ, SSL_CERT_FILE=self.ca[0])
         p = subprocess.run([os.path.join(ROOT, "scripts", "images.sh"),
                             "--push", self.host + "/mldiagnostics",
                             "--pause", pause_src, "--push-pause", self.host,
+                            "--also", "mld-e2e/consumer=" + self.consumer_context(),
                             "--cert-dir", self.certs_dir()],
                            capture_output=True, text=True, timeout=60 * 60, env=env)
         if p.returncode != 0:
@@ -87,6 +128,10 @@ class Registry:
         self.log("images built and pushed to %s in %.0fs:\n%s" % (self.host, time.time() - t0,
                                                                    p.stdout.strip()))
         return p.stdout
+
+    def consumer_image(self):
+        """The consumer image's reference, as a pod names it."""
+        return "%s/mldiagnostics/mld-e2e/consumer:%s" % (self.host, self.tag)
 
     def certs_dir(self):
         """A containers-certs.d style folder that trusts the tier's CA for this registry."""

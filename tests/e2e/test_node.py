@@ -1,15 +1,18 @@
 """The tier's real node (node.py): a kubelet of the tier's version on
 containerd and runc, with the project's images pulled from the tier's
 registry through containerd's mirror configuration, the securityContext
-enforced by the runtime, and kube-proxy carrying the API server's calls to
-a webhook's Service as in a cluster."""
+enforced by the runtime, kube-proxy carrying the API server's calls to a
+webhook's Service as in a cluster, and what the kubelet makes of what the
+webhook injects, read from the container's own process."""
 import base64
 import http.client
+import json
 import os
 import re
 import ssl
 import subprocess
 import unittest
+import urllib.parse
 
 import e2e
 import kubeapi
@@ -30,7 +33,9 @@ def pod(name, args, **spec):
                         "securityContext": RESTRICTED}], **spec}}
 
 
-class RealNodeTest(e2e.E2ETest):
+class NodeCase(e2e.E2ETest):
+    """What the real node's tests share (no tests of its own)."""
+
     def setUp(self):
         super().setUp()
         if self.c.real_node is None:
@@ -51,6 +56,9 @@ class RealNodeTest(e2e.E2ETest):
                     return int(f.read().split()[0])
         self.fail("no cgroup for container %s under %s" % (cid, root))
 
+
+
+class RealNodeTest(NodeCase):
     def test_the_node_is_a_kubelet_on_containerd(self):
         n = self.api.get(kubeapi.path_for("Node", name=node.NODE_NAME))
         info = n["status"]["nodeInfo"]
@@ -171,6 +179,119 @@ class RealNodeTest(e2e.E2ETest):
         # the webhook configuration reaches the API server's informer within a few seconds
         p = wait_until(injected_pod, 30, "a pod injected through the Service")
         self.assertIn("GKE_DIAGON_IDENTIFIER", e2e.env_list(p["spec"]["containers"][0]))
+
+
+class WhatTheKubeletMakesOfIt(NodeCase):
+    def environ(self, pid):
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            return dict(kv.split("=", 1) for kv in f.read().decode().split("\0") if kv)
+
+    def test_the_container_sees_what_the_webhook_meant(self):
+        """An injected Job's container on the real node: its environment as its
+        process sees it (the kubelet's $(VAR) expansion and fieldRefs) equals
+        the process node's model of the kubelet (kubelet.expand), every value
+        the annotation meant decodes back unexpanded, and the metadata
+        volume is mounted read-only with the downward API's files."""
+        meant = {"team": "a=b", "note": "$(OTEL_COLLECTOR_NAME) 100% \u00fcn\u00efcode",
+                 "pct": "%41", "dollar": "$$ $(HOME)"}
+        ns = self.namespace("env")
+        self.api.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": "envjob", "labels": {e2e.LABEL: "true"}, "annotations": {
+                "diagon.gke.io/otel-resource-attributes": ",".join(
+                    "%s=%s" % kv for kv in meant.items())}},
+            "spec": {"backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"kubernetes.io/hostname": node.NODE_NAME},
+                "containers": [{"name": "c", "image": WEBHOOK_IMAGE, "command": ["/bin/sleep"],
+                                "args": ["300"], "securityContext": RESTRICTED,
+                                "env": [{"name": "MINE", "value": "$(OTEL_SERVICE_NAME)/x"}]}]}}}},
+            ns)
+        (p,) = self.wait_pods(ns, 1, "job-name=envjob", timeout=90)
+        self.assertTrue(e2e.injected(p), p["metadata"].get("annotations"))
+        pid = self.container_pid(p)
+        seen = self.environ(pid)
+        model = self.expanded_env(p)
+        for name, value in model.items():
+            self.assertEqual(seen.get(name), value, "%s: the kubelet gave %r" % (
+                name, seen.get(name)))
+        self.assertIn("GKE_DIAGON_IDENTIFIER", seen)
+        self.assertEqual(seen["MINE"], seen["OTEL_SERVICE_NAME"] + "/x", "user's $(VAR) kept")
+        attrs = dict(kv.split("=", 1) for kv in seen["OTEL_RESOURCE_ATTRIBUTES"].split(","))
+        decoded = {k: urllib.parse.unquote(v) for k, v in attrs.items()}
+        for k, v in meant.items():
+            self.assertEqual(decoded.get(k), v, "%s: %s" % (k, seen["OTEL_RESOURCE_ATTRIBUTES"]))
+        self.assertEqual(decoded["k8s.pod.name"], p["metadata"]["name"])
+        self.assertEqual(decoded["k8s.pod.uid"], p["metadata"]["uid"])
+        # the metadata volume: read-only, with the files its downward-API items name
+        vol = next(v for v in p["spec"]["volumes"] if v["name"] == "mldiagnostics-metadata")
+        mount = next(m for m in p["spec"]["containers"][0]["volumeMounts"]
+                     if m["name"] == vol["name"])
+        with open("/proc/%d/mountinfo" % pid) as f:
+            opts = next(line.split()[5] for line in f if line.split()[4] == mount["mountPath"])
+        self.assertIn("ro", opts.split(","))
+        live = self.get("Pod", ns, p["metadata"]["name"])
+        root = "/proc/%d/root%s" % (pid, mount["mountPath"])
+        for item in vol["downwardAPI"]["items"]:
+            with open(os.path.join(root, item["path"])) as f:
+                text = f.read()
+            field = item["fieldRef"]["fieldPath"]
+            if field in ("metadata.labels", "metadata.annotations"):
+                want = live["metadata"].get(field.split(".")[1], {})
+                got = {k: json_unquote(v) for k, v in
+                       (line.split("=", 1) for line in text.splitlines() if line)}
+                # the kubelet adds its own two to the annotations it writes
+                extra = {k for k in got.keys() - want.keys()
+                         if k not in ("kubernetes.io/config.seen", "kubernetes.io/config.source")}
+                self.assertEqual(extra, set(), field)
+                self.assertEqual({k: got.get(k) for k in want}, want, field)
+            else:
+                self.assertEqual(text, {"metadata.name": live["metadata"]["name"],
+                                        "metadata.namespace": ns,
+                                        "metadata.uid": live["metadata"]["uid"]}[field], field)
+
+
+    def test_the_sdks_read_it_in_a_real_container(self):
+        """google-cloud-mldiagnostics' own functions and OpenTelemetry's
+        resource detector, in the consumer image on the real node, read what
+        the webhook injected and the kubelet expanded (test_consumers' report
+        program; there the tier's Python runs it on the process node)."""
+        from test_consumers import REPORT
+        meant = {"team": "a=b", "note": "$(OTEL_COLLECTOR_NAME) 100% \u00fcn\u00efcode",
+                 "pct": "%41", "rl.algorithm": "PPO"}  # an rl. key: rl.run.id joins them
+        ns = self.namespace("sdk")
+        self.api.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": "sdkjob", "labels": {e2e.LABEL: "true"}, "annotations": {
+                "diagon.gke.io/otel-resource-attributes": ",".join(
+                    "%s=%s" % kv for kv in meant.items())}},
+            "spec": {"backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"kubernetes.io/hostname": node.NODE_NAME},
+                "containers": [{"name": "app", "image": self.c.registry.consumer_image(),
+                                "args": ["-c", REPORT], "securityContext": RESTRICTED}]}}}},
+            ns)
+        (p,) = self.wait_pods(ns, 1, "job-name=sdkjob", timeout=120)
+        name = p["metadata"]["name"]
+
+        def report():
+            out = self.kubectl("logs", "-n", ns, name, check=False).stdout
+            line = next((x for x in out.splitlines() if x.startswith("REPORT ")), None)
+            return json.loads(line[len("REPORT "):]) if line else None
+        r = wait_until(report, 60, "the consumer's report")
+        self.assertNotIn("sdk_error", r, r)
+        self.assertEqual(r["pod"], name, "the kubelet's hostname")
+        self.assertEqual(r["details"]["cluster"].split("/")[-1], "e2e-cluster",
+                         "the webhook pod asked the metadata server")
+        self.assertEqual(r["resource"]["rl.run.id"], r["run_id"])
+        for k, v in meant.items():
+            self.assertEqual(r["resource"].get(k), v, "%s: %s" % (k, r["resource"]))
+        self.assertEqual(r["resource"]["k8s.pod.name"], name)
+        self.assertEqual(r["resource"]["k8s.namespace.name"], ns)
+
+
+def json_unquote(v):
+    """The downward API writes label and annotation values as Go's strconv.Quote does
+    (for these values, JSON's quoting)."""
+    return json.loads(v)
 
 
 if __name__ == "__main__":
