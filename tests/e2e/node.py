@@ -30,6 +30,7 @@ import subprocess
 import time
 
 import kubeapi
+import registry
 from procs import Proc, make_leaf, wait_until
 
 NODE_NAME = "e2e-kubelet"
@@ -76,12 +77,12 @@ def _sh(*args, check=True, timeout=30):
 
 
 class Node:
-    def __init__(self, cp, bins, networks, registry, work_dir, log=print):
+    def __init__(self, cp, bins, networks, reg, work_dir, log=print):
         self.cp = cp
         self.api = cp.api
         self.bins = bins
         self.net = networks
-        self.registry = registry
+        self.registry = reg
         self.dir = os.path.join(work_dir, "node")
         self.run = run_dir(networks.slot)
         self.log = log
@@ -94,7 +95,6 @@ class Node:
     def serves(self, pod):
         """Whether the tier binds `pod` here: it asks for this node by name, or
         the tier's registry serves every image it names."""
-        import registry
         spec = pod["spec"]
         if (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname") == NODE_NAME:
             return True
@@ -185,7 +185,6 @@ class Node:
         """Every registry the pods name is this tier's registry (an air-gapped
         cluster's mirror configuration)."""
         ca = self.cp.ca[0]
-        import registry
         for host in registry.MIRRORED + (self.registry.host,):
             d = os.path.join(self.dir, "certs.d", host)
             os.makedirs(d, exist_ok=True)

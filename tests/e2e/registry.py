@@ -14,9 +14,13 @@ goes into it:
 - both charts, by `helm package` and `helm push`, under `charts/`.
 Thread-compatible: one owner starts it and stops it.
 """
+import hashlib
 import os
+import re
+import shutil
 import socket
 import subprocess
+import sys
 import time
 
 from procs import Proc, make_leaf, wait_until
@@ -33,7 +37,6 @@ SERVED = ("ghcr.io/mldiagnostics/mldiagnostics-webhook",
 
 def app_version():
     """The tag images.sh gives the images: the charts' appVersion."""
-    import re
     with open(os.path.join(ROOT, "charts", CHARTS[0], "Chart.yaml")) as f:
         return re.search(r'^appVersion:\s*"?([^"\s]+)', f.read(), re.M).group(1)
 
@@ -86,9 +89,6 @@ class Registry:
         """The consumer image's build context: its Dockerfile, the lock and the
         wheels of its packages, downloaded once per lock by the tier's venv's
         pip (the host's trust store reaches the index; a build does not)."""
-        import hashlib
-        import shutil
-        import sys
         lock = os.path.join(HERE, "requirements.lock")
         with open(lock, "rb") as f:
             key = hashlib.sha256(f.read()).hexdigest()[:16]

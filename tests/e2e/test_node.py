@@ -182,6 +182,21 @@ class RealNodeTest(NodeCase):
 
 
 class WhatTheKubeletMakesOfIt(NodeCase):
+    def injected_job(self, ns, name, meant, container, timeout=90):
+        """A labelled Job on the real node whose annotation asks for `meant` as
+        resource attributes; returns its one pod, checked injected."""
+        self.api.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": name, "labels": {e2e.LABEL: "true"}, "annotations": {
+                "diagon.gke.io/otel-resource-attributes": ",".join(
+                    "%s=%s" % kv for kv in meant.items())}},
+            "spec": {"backoffLimit": 0, "template": {"spec": {
+                "restartPolicy": "Never",
+                "nodeSelector": {"kubernetes.io/hostname": node.NODE_NAME},
+                "containers": [dict(container, securityContext=RESTRICTED)]}}}}, ns)
+        (p,) = self.wait_pods(ns, 1, "job-name=" + name, timeout=timeout)
+        self.assertTrue(e2e.injected(p), p["metadata"].get("annotations"))
+        return p
+
     def environ(self, pid):
         with open("/proc/%d/environ" % pid, "rb") as f:
             return dict(kv.split("=", 1) for kv in f.read().decode().split("\0") if kv)
@@ -195,19 +210,9 @@ class WhatTheKubeletMakesOfIt(NodeCase):
         meant = {"team": "a=b", "note": "$(OTEL_COLLECTOR_NAME) 100% \u00fcn\u00efcode",
                  "pct": "%41", "dollar": "$$ $(HOME)"}
         ns = self.namespace("env")
-        self.api.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-            "name": "envjob", "labels": {e2e.LABEL: "true"}, "annotations": {
-                "diagon.gke.io/otel-resource-attributes": ",".join(
-                    "%s=%s" % kv for kv in meant.items())}},
-            "spec": {"backoffLimit": 0, "template": {"spec": {
-                "restartPolicy": "Never",
-                "nodeSelector": {"kubernetes.io/hostname": node.NODE_NAME},
-                "containers": [{"name": "c", "image": WEBHOOK_IMAGE, "command": ["/bin/sleep"],
-                                "args": ["300"], "securityContext": RESTRICTED,
-                                "env": [{"name": "MINE", "value": "$(OTEL_SERVICE_NAME)/x"}]}]}}}},
-            ns)
-        (p,) = self.wait_pods(ns, 1, "job-name=envjob", timeout=90)
-        self.assertTrue(e2e.injected(p), p["metadata"].get("annotations"))
+        p = self.injected_job(ns, "envjob", meant, {
+            "name": "c", "image": WEBHOOK_IMAGE, "command": ["/bin/sleep"], "args": ["300"],
+            "env": [{"name": "MINE", "value": "$(OTEL_SERVICE_NAME)/x"}]})
         pid = self.container_pid(p)
         seen = self.environ(pid)
         model = self.expanded_env(p)
@@ -237,7 +242,8 @@ class WhatTheKubeletMakesOfIt(NodeCase):
             field = item["fieldRef"]["fieldPath"]
             if field in ("metadata.labels", "metadata.annotations"):
                 want = live["metadata"].get(field.split(".")[1], {})
-                got = {k: json_unquote(v) for k, v in
+                # values quoted as Go's strconv.Quote does (for these, JSON's quoting)
+                got = {k: json.loads(v) for k, v in
                        (line.split("=", 1) for line in text.splitlines() if line)}
                 # the kubelet adds its own two to the annotations it writes
                 extra = {k for k in got.keys() - want.keys()
@@ -259,17 +265,9 @@ class WhatTheKubeletMakesOfIt(NodeCase):
         meant = {"team": "a=b", "note": "$(OTEL_COLLECTOR_NAME) 100% \u00fcn\u00efcode",
                  "pct": "%41", "rl.algorithm": "PPO"}  # an rl. key: rl.run.id joins them
         ns = self.namespace("sdk")
-        self.api.create({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
-            "name": "sdkjob", "labels": {e2e.LABEL: "true"}, "annotations": {
-                "diagon.gke.io/otel-resource-attributes": ",".join(
-                    "%s=%s" % kv for kv in meant.items())}},
-            "spec": {"backoffLimit": 0, "template": {"spec": {
-                "restartPolicy": "Never",
-                "nodeSelector": {"kubernetes.io/hostname": node.NODE_NAME},
-                "containers": [{"name": "app", "image": self.c.registry.consumer_image(),
-                                "args": ["-c", REPORT], "securityContext": RESTRICTED}]}}}},
-            ns)
-        (p,) = self.wait_pods(ns, 1, "job-name=sdkjob", timeout=120)
+        p = self.injected_job(ns, "sdkjob", meant, {
+            "name": "app", "image": self.c.registry.consumer_image(), "args": ["-c", REPORT]},
+            timeout=120)
         name = p["metadata"]["name"]
 
         def report():
@@ -286,12 +284,6 @@ class WhatTheKubeletMakesOfIt(NodeCase):
             self.assertEqual(r["resource"].get(k), v, "%s: %s" % (k, r["resource"]))
         self.assertEqual(r["resource"]["k8s.pod.name"], name)
         self.assertEqual(r["resource"]["k8s.namespace.name"], ns)
-
-
-def json_unquote(v):
-    """The downward API writes label and annotation values as Go's strconv.Quote does
-    (for these values, JSON's quoting)."""
-    return json.loads(v)
 
 
 if __name__ == "__main__":
