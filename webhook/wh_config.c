@@ -28,6 +28,9 @@ void wh_config_init(struct wh_config *cfg)
         .max_request_bytes = 8 << 20,
         .shutdown_timeout_ns = 10 * K8S_NSEC_PER_SEC,
         .request_timeout_ns = 10 * K8S_NSEC_PER_SEC,
+        /* longer than the API server's pool keeps an idle connection (Go's
+         * http.DefaultTransport: 90 s), so that the client closes it first */
+        .idle_timeout_ns = 120 * K8S_NSEC_PER_SEC,
         .handshake_timeout_ns = 5 * K8S_NSEC_PER_SEC,
         /* room for a whole 16 KiB TLS record per read plus the headers (a
          * 16 KiB pool split records into two reads); not more by default:
@@ -64,7 +67,11 @@ static const struct k8s_flag flags[] = {
     {"shutdown-timeout", K8S_FLAG_DURATION, AT(shutdown_timeout_ns), "drain time after SIGTERM", 0,
      3600 * SEC},
     {"request-timeout", K8S_FLAG_DURATION, AT(request_timeout_ns),
-     "close connections idle or stalled this long", SEC, 3600 * SEC},
+     "close a connection whose request has stalled this long", SEC, 3600 * SEC},
+    {"idle-timeout", K8S_FLAG_DURATION, AT(idle_timeout_ns),
+     "close a keep-alive connection idle this long between requests; keep it longer than "
+     "the API server's own (90s), so that the client is the one to close",
+     SEC, 3600 * SEC},
     {"handshake-timeout", K8S_FLAG_DURATION, AT(handshake_timeout_ns),
      "close a new connection that has not finished TLS and sent its first request's headers "
      "this long after it was accepted",

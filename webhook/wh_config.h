@@ -34,7 +34,8 @@ struct wh_config {
     const char *metrics_bind_address; /* "" = off */
     int64_t max_request_bytes;
     int64_t shutdown_timeout_ns;
-    int64_t request_timeout_ns;   /* slow-client cutoff per connection */
+    int64_t request_timeout_ns;   /* slow-client cutoff while a request is read or answered */
+    int64_t idle_timeout_ns;      /* a keep-alive connection between requests */
     int64_t handshake_timeout_ns; /* a new connection's TLS + first headers */
     int64_t connection_memory;    /* per-connection buffer: headers and reads */
     int64_t max_connections;

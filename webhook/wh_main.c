@@ -114,9 +114,11 @@ static int run_server(struct wh_config *cfg, struct wh_tls *tls, struct k8s_metr
     int64_t deadline = k8s_mono_ns() + cfg->shutdown_timeout_ns;
     k8s_log_json(K8S_LOG_INFO, "draining", json_pack("{s:s}", "signal", strsignal(sig)));
     wh_server_drain(srv);
-    int left = wh_server_wait(srv, deadline);
-    k8s_log_json(left ? K8S_LOG_WARN : K8S_LOG_INFO, "stopped",
-                 json_pack("{s:i}", "unanswered", left));
+    struct wh_drain left;
+    wh_server_wait(srv, deadline, &left);
+    k8s_log_json(left.unanswered ? K8S_LOG_WARN : K8S_LOG_INFO, "stopped",
+                 json_pack("{s:i, s:i}", "unanswered", left.unanswered, "connections_closed",
+                           left.connections));
     k8s_log_unbuffer();
     wh_server_free(srv);
     return 0;

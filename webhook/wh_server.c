@@ -55,6 +55,7 @@ struct worker {
 struct conn {
     struct wh_tlsio *io; /* NULL without memory for it: GnuTLS's plain transport */
     struct wh_reaper_entry reap;
+    bool idle; /* between requests: --idle-timeout rather than --request-timeout */
 };
 
 struct wh_server {
@@ -245,6 +246,25 @@ static void first_request(struct wh_server *s, struct MHD_Connection *c)
         wh_reaper_remove(s->reaper, &k->reap);
 }
 
+/* A connection's inactivity bound, in whole seconds as libmicrohttpd counts
+ * them: --request-timeout while a request is read or answered (the
+ * daemon's default), --idle-timeout between requests. The idle one is the
+ * longer so that the API server, whose pool drops a connection idle 90 s,
+ * closes first: a close from this side races the client's next request on
+ * that connection (HTTP/1.1 cannot say "going away"), and the request
+ * fails, admitted uninjected. */
+static void set_idle(struct wh_server *s, struct MHD_Connection *c, bool idle)
+{
+    const struct wh_config *cfg = s->deps.cfg;
+    struct conn *k = conn_of(c); /* NULL on the plain listener: its default stays */
+    if (!k || k->idle == idle || cfg->idle_timeout_ns == cfg->request_timeout_ns)
+        return;
+    k->idle = idle;
+    int64_t ns = idle ? cfg->idle_timeout_ns : cfg->request_timeout_ns;
+    (void)MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+                                    (unsigned)(ns / K8S_NSEC_PER_SEC));
+}
+
 static enum MHD_Result begin(struct wh_server *s, struct MHD_Connection *c, const char *url,
                              const char *method, void **con_cls)
 {
@@ -252,6 +272,7 @@ static enum MHD_Result begin(struct wh_server *s, struct MHD_Connection *c, cons
     if (!rq)
         return MHD_NO;
     first_request(s, c);
+    set_idle(s, c, false);
     rq->start_ns = k8s_mono_ns();
     rq->route = route_of(url);
     k8s_buf_init(&rq->body, (size_t)s->deps.cfg->max_request_bytes);
@@ -338,6 +359,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     k8s_buf_done(&rq->body);
     free(rq);
     *con_cls = NULL;
+    /* answered: the connection waits for the client's next request */
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !draining(s))
+        set_idle(s, c, true);
     __atomic_sub_fetch(&s->inflight, 1, __ATOMIC_RELAXED);
 }
 
@@ -502,7 +526,10 @@ static void *accept_main(void *arg)
             continue;
         }
         __atomic_add_fetch(&w->conns, 1, __ATOMIC_RELAXED);
-        (void)MHD_add_connection(w->d, fd, (struct sockaddr *)&ss, len); /* closes fd on failure */
+        /* refused here, it closed fd and never notifies: uncount it (a drain
+         * waits for the count to reach zero) */
+        if (MHD_add_connection(w->d, fd, (struct sockaddr *)&ss, len) != MHD_YES)
+            __atomic_sub_fetch(&w->conns, 1, __ATOMIC_RELAXED);
     }
 }
 
@@ -629,14 +656,32 @@ static void stop(struct wh_server *s)
     s->reaper = NULL;
 }
 
-int wh_server_wait(struct wh_server *s, int64_t deadline_ns)
+static int open_connections(struct wh_server *s)
 {
-    int left;
-    while ((left = __atomic_load_n(&s->inflight, __ATOMIC_RELAXED)) > 0 &&
-           k8s_mono_ns() < deadline_ns)
+    int total = 0;
+    for (size_t i = 0; i < s->nworkers; i++)
+        total += __atomic_load_n(&s->workers[i].conns, __ATOMIC_RELAXED);
+    return total;
+}
+
+/* Draining answers every request with Connection: close, so each kept-alive
+ * connection closes after its next answer; one still idle at the deadline
+ * is closed then. Closing idle connections at once instead (Go's
+ * Shutdown) races the API server, which keeps writing to the connections
+ * of its pool: kube-proxy moves only new connections to the new pods. */
+void wh_server_wait(struct wh_server *s, int64_t deadline_ns, struct wh_drain *ret)
+{
+    struct wh_drain d;
+    for (;;) {
+        d.unanswered = __atomic_load_n(&s->inflight, __ATOMIC_RELAXED);
+        d.connections = open_connections(s);
+        if ((d.unanswered == 0 && d.connections == 0) || k8s_mono_ns() >= deadline_ns)
+            break;
         usleep(5 * 1000);
+    }
     stop(s);
-    return left;
+    if (ret)
+        *ret = d;
 }
 
 void wh_server_free(struct wh_server *s)

@@ -11,10 +11,17 @@
  * over --max-request-bytes 413, and at --max-connections a new connection
  * takes the place of the oldest still waiting for its first request.
  *
+ * Between requests a keep-alive connection is closed after --idle-timeout
+ * (longer than the API server's 90 s, so the client closes first), while
+ * a request is read or answered after --request-timeout of silence.
+ *
  * Lifecycle: wh_server_new → wh_server_start → (signal) wh_server_drain →
  * wh_server_wait → wh_server_free. Draining stops accepting connections,
- * fails /readyz, answers what is in flight (with Connection: close) and
- * then closes idle connections, like Go's http.Server.Shutdown.
+ * fails /readyz and answers every request, those in flight and those that
+ * still arrive on open connections, with Connection: close; the wait ends
+ * when every connection has closed so, or at the deadline. Unlike Go's
+ * http.Server.Shutdown it never closes an idle connection early: the
+ * client's pool may be writing its next request on it.
  *
  * Thread-safety: the request handlers run on the server's thread pool;
  * the lifecycle functions belong to the main thread.
@@ -62,10 +69,16 @@ int wh_server_start(struct wh_server *s, struct k8s_error *reterr) K8S_MUST_CHEC
  * the main thread after the signal was noticed. */
 void wh_server_drain(struct wh_server *s);
 
-/* Wait until requests in flight are answered or deadline_ns (monotonic)
- * passes, then stop the listeners. Returns the requests still in flight
- * when it stopped (0 on a clean drain). */
-int wh_server_wait(struct wh_server *s, int64_t deadline_ns);
+/* What a drain left when it stopped. */
+struct wh_drain {
+    int unanswered;  /* requests still in flight (0 on a clean drain) */
+    int connections; /* connections still open, closed by the stop */
+};
+
+/* Wait until every connection has closed (each after an answer with
+ * Connection: close, or by its client) or deadline_ns (monotonic) passes,
+ * then stop the listeners; *ret (may be NULL) says what was left. */
+void wh_server_wait(struct wh_server *s, int64_t deadline_ns, struct wh_drain *ret);
 
 void wh_server_free(struct wh_server *s);
 

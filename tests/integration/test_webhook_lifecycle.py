@@ -147,6 +147,82 @@ class DrainTest(unittest.TestCase):
             self.assertGreater(before, 20)
             self.assertEqual(broken, [], "every response that started must be complete")
 
+    def test_drain_keeps_pooled_connections_until_their_next_answer(self):
+        """The API server keeps a pool of keep-alive connections and writes its next
+        request on any of them; kube-proxy moves only new connections to the new pods.
+        So a draining webhook must not close a pooled connection under it: each one
+        is closed by its next answer (Connection: close), and the client's new
+        connection goes to the other replica. Not one request may fail."""
+        with Webhook("--shutdown-timeout", "20s") as old, Webhook() as new:
+            pool, lock = [], threading.Lock()  # FIFO: every pooled connection is used
+            for _ in range(8):
+                c = old.connect(timeout=10)
+                self.assertEqual(old.request("GET", "/healthz", conn=c)[0], 200)
+                pool.append(c)
+            failures, answered, moved = [], [0], [0]
+            stop = threading.Event()
+
+            def one(c):
+                """One admission on c; returns the connection to pool again."""
+                try:
+                    c.request("POST", "/mutate?timeout=10s", body=REVIEW,
+                              headers={"Content-Type": "application/json"})
+                    r = c.getresponse()
+                    data = r.read()
+                except Exception as e:  # the request was lost: admitted uninjected
+                    failures.append(repr(e))
+                    c.close()
+                    return new.connect(timeout=10)
+                answered[0] += 1
+                if r.status != 200 or "patch" not in json.loads(data)["response"]:
+                    failures.append((r.status, data[:100]))
+                if r.getheader("Connection") != "close":
+                    return c
+                c.close()
+                moved[0] += 1
+                return new.connect(timeout=10)  # kube-proxy: a new pod
+
+            def client():
+                while not stop.is_set():
+                    with lock:
+                        c = pool.pop(0)
+                    c = one(c)
+                    with lock:
+                        pool.append(c)
+                    time.sleep(0.01)
+
+            threads = [threading.Thread(target=client) for _ in range(3)]
+            for t in threads:
+                t.start()
+            try:
+                time.sleep(0.5 * SLOW)
+                old.proc.send_signal(signal.SIGTERM)
+                self.assertEqual(old.proc.wait(timeout=30 * SLOW), 0)
+                time.sleep(0.3 * SLOW)  # the pool keeps working on the new replica
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join(timeout=30)
+            self.assertEqual(failures, [], "a pooled connection was closed under its client")
+            self.assertEqual(moved[0], 8, "each pooled connection closed by its next answer")
+            self.assertIn('"unanswered":0', old.logs())
+            self.assertIn('"connections_closed":0', old.logs())
+            self.assertGreater(answered[0], 8)
+            for c in pool:
+                c.close()
+
+    def test_drain_closes_an_unused_connection_at_the_deadline(self):
+        with Webhook("--shutdown-timeout", "1s") as wh:
+            idle = wh.connect(timeout=10)
+            self.assertEqual(wh.request("GET", "/healthz", conn=idle)[0], 200)
+            t0 = time.time()
+            wh.proc.send_signal(signal.SIGTERM)
+            self.assertEqual(wh.proc.wait(timeout=10 * SLOW), 0)
+            self.assertGreaterEqual(time.time() - t0, 0.9)  # kept until the deadline
+            self.assertIn('"unanswered":0,"connections_closed":1', wh.logs().replace(" ", ""))
+            idle.close()
+
+
 
 class FootprintTest(unittest.TestCase):
     def test_serving_maps_neither_libcurl_nor_libcrypto(self):
@@ -173,6 +249,20 @@ class LimitsAndProbesTest(unittest.TestCase):
             self.assertLess(time.time() - t0, 4 * SLOW)
             c.close()
             self.assertEqual(wh.request("GET", "/healthz")[0], 200)
+
+    def test_idle_keep_alive_outlives_the_request_timeout(self):
+        """Between requests a connection waits --idle-timeout, not --request-timeout:
+        the API server's pool keeps one idle for 90 s and must close it first."""
+        with Webhook("--request-timeout", "1s", "--idle-timeout", "4s") as wh:
+            c = wh.connect(timeout=10)
+            self.assertEqual(wh.request("GET", "/healthz", conn=c)[0], 200)
+            time.sleep(2.0)  # past the request timeout, inside the idle one
+            self.assertEqual(wh.request("GET", "/healthz", conn=c)[0], 200)
+            t0 = time.time()
+            c.sock.settimeout(20 * SLOW)
+            self.assertEqual(c.sock.recv(100), b"")  # then the server closes it
+            self.assertGreater(time.time() - t0, 3.0)
+            c.close()
 
     def test_metrics_and_probes(self):
         port = free_port()
