@@ -5,7 +5,6 @@ down; the default cert-manager mode's objects pass a server-side dry run
 against cert-manager's own CRDs (its controller is not built here), which
 do refuse a malformed Certificate."""
 import json
-import subprocess
 import unittest
 
 import yaml

@@ -12,7 +12,6 @@ It first drives every path itself (the webhook's cache-miss and owner
 lookups, the operator's absence checks and Lease, both `helm test`s, the
 renewal CronJob's certgen), so that it holds when run alone."""
 import json
-import os
 import time
 import unittest
 

@@ -10,7 +10,6 @@ events, metrics and the audit (uninjected pods, namespace-label opt-ins, pods
 whose injected identity the google-cloud-mldiagnostics SDK would refuse)."""
 import itertools
 import os
-import re
 import socket
 import sys
 import tempfile

@@ -8,7 +8,6 @@ namespace's pods, and 5,000 such resources created at once.
 Each must end Failed with a message that names the field, at most MESSAGE_MAX bytes, with
 no control character in the status, the Events or the operator's log; no profiler hears
 of any of them; the operator's peak RSS stays within DESIGN §6's 32 MiB."""
-import json
 import os
 import re
 import sys

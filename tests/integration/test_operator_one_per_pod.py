@@ -21,7 +21,6 @@ import json
 import os
 import re
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(__file__)

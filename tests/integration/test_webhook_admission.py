@@ -3,7 +3,6 @@ KubeRay, Job, Deployment and StatefulSet controllers create them (built from
 the upstream manifests in tests/fixtures/upstream), every patch applied with
 python3-jsonpatch and checked for what the API server would reject; then the
 admission protocol and malformed input."""
-import base64
 import copy
 import json
 import os
