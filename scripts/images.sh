@@ -19,7 +19,7 @@
 # 65535), for a node that reaches no public registry; pushed as
 # REGISTRY/pause:3.10.2. --also: one more image, NAME:TAG, from that
 # Dockerfile (its folder the context) on the same local bases, pushed with
-# the others (the end-to-end tier's consumer image).
+# the others (the end-to-end tier's Python image).
 # Environment: MLD_IMAGES_STORE (default ~/.cache/mldiagnostics-images) holds
 # buildah's storage and the bases; a warm store rebuilds only what changed.
 set -eu

@@ -3,11 +3,12 @@ control plane, the tier's OCI registry with the project's images in it
 (registry.py), two nodes, the workload controllers, and seed 003's install.
 
 Nodes: `e2e-kubelet` is a real kubelet with containerd, runc, CNI and
-kube-proxy (node.py); `e2e-node` is the tier's process node (kubelet.py),
-which runs the workloads' JAX and SDK programs as processes of the tier's
-own Python (their images are not built here) and the images nobody could
-pull (the upstream fixtures' placeholders). A pod is bound to the real node
-when every image it names comes from the tier's registry (place()).
+kube-proxy (node.py), which runs the project's images and the tier's
+Python image (the workloads' JAX and SDK programs); `e2e-node` is the
+tier's process node (kubelet.py), which holds the pods whose images nobody
+could pull (the upstream fixtures' placeholders, the bursts' pods) and
+runs nothing. A pod is bound to the real node when every image it names
+comes from the tier's registry (place()).
 
     python cluster.py up   [--dir D]   start, install, run the webhook (the
                                        operator is `make run`'s), serve until
@@ -38,7 +39,6 @@ import workloads  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 DEFAULT_DIR = os.path.join(ROOT, "build", "e2e-cluster")
-COLLECTOR_HOST = "opentelemetry-collector.gke-managed-otel.svc.cluster.local"
 
 
 def components():
@@ -75,9 +75,7 @@ class Cluster:
         self.modules = workloads.read_modules(self.bins)
         why = netns.available()
         if why is None:
-            self.networks = netns.PodNetworks(hosts={COLLECTOR_HOST: None})
-        else:
-            self.log("pod network namespaces unavailable (%s): python pods cannot run" % why)
+            self.networks = netns.PodNetworks()
         self.no_real_node = why or node.unavailable()
         real = self.no_real_node is None
         self.cp = controlplane.ControlPlane(
@@ -96,12 +94,13 @@ class Cluster:
             self.log("no real node: %s" % self.no_real_node)
         node_log = open(os.path.join(self.cp.logs, "kubelet.log"), "a", buffering=1)
         self.node = kubelet.Kubelet(
-            self.api, self.cp.ca[0], "e2e-node", self.dir, {"python": sys.executable},
-            self.networks, lambda m: node_log.write("%s %s\n" % (time.strftime("%H:%M:%S"), m)),
+            self.api, "e2e-node",
+            lambda m: node_log.write("%s %s\n" % (time.strftime("%H:%M:%S"), m)),
             place=self.place)
         self.node.start()
-        self.controllers = workloads.WorkloadControllers(self.cp, self.bins, self.modules,
-                                                         self.dir, self.log)
+        self.controllers = workloads.WorkloadControllers(
+            self.cp, self.bins, self.modules, self.dir, self.log,
+            init_image=self.registry.python_image() if self.registry else None)
         self.controllers.start_all()
         self.log("workload controllers up (JobSet, LeaderWorkerSet, KubeRay, Trainer, "
                  "training-operator)")

@@ -40,6 +40,21 @@ def injected(pod):
     return INJECTION in pod["metadata"].get("annotations", {})
 
 
+def container_log(c, ns, pod, container):
+    """A container's log, through the API server and the kubelet; "" while
+    there is none."""
+    p = c.kubectl("logs", "-n", ns, pod, "-c", container, check=False)
+    return p.stdout if p.returncode == 0 else ""
+
+
+def host_dir(path, name="data"):
+    """A folder of the tier's host mounted at the same path in a container
+    (a hostPath volume): where a test reads what the pod wrote, as a user
+    reads gs://. Returns (volume, volumeMount)."""
+    return ({"name": name, "hostPath": {"path": path, "type": "Directory"}},
+            {"name": name, "mountPath": path})
+
+
 class E2ETest(unittest.TestCase):
     """Fresh namespaces per test (deleted afterwards, not waited for)."""
 
@@ -65,6 +80,14 @@ class E2ETest(unittest.TestCase):
 
     def kubectl(self, *args, **kw):
         return self.c.kubectl(*args, **kw)
+
+    def python_image(self):
+        """The tier's Python image (JAX on CPU, the SDKs), as a pod names it:
+        the real node pulls it from the tier's registry."""
+        return self.c.registry.python_image()
+
+    def container_log(self, ns, pod, container):
+        return container_log(self.c, ns, pod, container)
 
     def apply_yaml(self, text, namespace):
         return self.kubectl("apply", "-n", namespace, "-f", "-", input=text)

@@ -1,17 +1,16 @@
-"""Pod networks for the end-to-end tier: one network namespace per pod that
-runs real processes (ip netns + veth on a bridge of the tier's own), so that
-every pod has its own address and a JAX profiler that binds [::]:9999 in each
-of them does not collide with the others.
+"""Network namespaces for the end-to-end tier's own test hosts (ip netns +
+veth on a bridge of the tier's own): the real node's namespace (node.py),
+and any host a test adds.
 
 The addresses are the project's own test hosts, in 198.18.0.0/15 (RFC 2544's
 benchmarking range, never routed): each run of the tier takes a free slot
 i (0-15, an flock in /run/lock), its bridge `mlde2e<i>` with 198.18.<16i>.0/20
 and namespaces `mlde2e<i>-<n>`, so that `make cluster` and `make e2e` can
-run side by side. The host side is 198.18.<16i>.1, where the tier's
-stand-ins for cluster services (the OTLP receiver) listen. The slot's real
-node (node.py) takes 198.19.<16i>.0/21 for its pods and 198.19.<16i+8>.0/21
-for the cluster's Services, routed to the node's own namespace on the bridge. `ip netns exec` bind-mounts /etc/netns/NAME/hosts over
-/etc/hosts, which gives the pods the cluster DNS names they need.
+run side by side. The host side is 198.18.<16i>.1, where the API server, the
+registry and the tier's stand-ins for cluster services (the OTLP receiver,
+the GKE metadata server) listen. The slot's real node takes
+198.19.<16i>.0/21 for its pods and 198.19.<16i+8>.0/21 for the cluster's
+Services, routed to the node's own namespace on the bridge.
 """
 import fcntl
 import ipaddress
@@ -77,9 +76,9 @@ def _free(i):
 
 
 class PodNetworks:
-    """Allocates pod namespaces with addresses on the tier's bridge."""
+    """Allocates namespaces with addresses on the tier's bridge."""
 
-    def __init__(self, hosts=None):
+    def __init__(self):
         self.lock = threading.Lock()
         self.next = 2
         for i in range(SLOTS):
@@ -99,10 +98,6 @@ class PodNetworks:
         self.host_ip = str(self.net.network_address + 1)
         self.pod_cidr = "198.19.%d.0/21" % (16 * self.slot)
         self.service_cidr = "198.19.%d.0/21" % (16 * self.slot + 8)
-        self.routes = []  # (cidr, via): in every namespace, those made later too
-        self.names = {}  # namespace -> its address
-        # DNS name -> address (None: the host side), written to each pod's /etc/hosts
-        self.hosts = {k: v or self.host_ip for k, v in (hosts or {}).items()}
         cleanup(self.slot)
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", "%s/%d" % (self.host_ip, self.net.prefixlen), "dev", self.bridge)
@@ -125,35 +120,10 @@ class PodNetworks:
         _ip("-n", name, "link", "set", pod_if, "name", "eth0")
         _ip("-n", name, "addr", "add", "%s/%d" % (addr, self.net.prefixlen), "dev", "eth0")
         _ip("-n", name, "link", "set", "eth0", "up")
-        with self.lock:
-            routes = list(self.routes)
-            self.names[name] = addr
-        for cidr, via in routes:
-            if via != addr:
-                _ip("-n", name, "route", "replace", cidr, "via", via)
-        etc = "/etc/netns/" + name
-        os.makedirs(etc, exist_ok=True)
-        with open(os.path.join(etc, "hosts"), "w") as f:
-            f.write("127.0.0.1 localhost\n%s %s\n" % (addr, name))
-            for host, ip in sorted(self.hosts.items()):
-                f.write("%s %s\n" % (ip, host))
         return name, addr
 
-    def route(self, cidr, via):
-        """Route `cidr` via the address `via` on the bridge, in every namespace
-        (the real node's pod and Service CIDRs, which the process node's pods
-        reach and answer through the node)."""
-        with self.lock:
-            self.routes.append((cidr, via))
-            names = [n for n, a in self.names.items() if a != via]
-        for name in names:
-            _ip("-n", name, "route", "replace", cidr, "via", via, check=False)
-
     def delete(self, name):
-        with self.lock:
-            self.names.pop(name, None)
         _ip("netns", "del", name, check=False)
-        shutil.rmtree("/etc/netns/" + name, ignore_errors=True)
 
     def close(self):
         cleanup(self.slot)

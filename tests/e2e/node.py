@@ -94,14 +94,15 @@ class Node:
 
     def serves(self, pod):
         """Whether the tier binds `pod` here: it asks for this node by name, or
-        the tier's registry serves every image it names."""
+        the tier's registry serves every image it names (through a mirror, or
+        by its own address)."""
         spec = pod["spec"]
         if (spec.get("nodeSelector") or {}).get("kubernetes.io/hostname") == NODE_NAME:
             return True
         images = [c.get("image", "") for c in spec.get("containers", []) +
                   spec.get("initContainers", [])]
-        return bool(images) and all(registry.repository(i) in registry.SERVED
-                                    for i in images)
+        return bool(images) and all(registry.repository(i) in registry.SERVED or
+                                    i.startswith(self.registry.host + "/") for i in images)
 
     # ---- network ----
     def _network(self):
@@ -111,7 +112,6 @@ class Node:
             _sh(*_nsenter(self.netns), "sysctl", "-qw", key)
         for cidr in (self.net.pod_cidr, self.net.service_cidr):
             _sh("ip", "route", "replace", cidr, "via", self.ip)  # the host (the API server)
-            self.net.route(cidr, self.ip)  # the process node's pods
         with open(os.path.join(self.dir, "cni/net.d/10-mld-e2e.conflist"), "w") as f:
             json.dump({"cniVersion": "1.0.0", "name": "mld-e2e", "plugins": [
                 {"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": False,

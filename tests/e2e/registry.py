@@ -9,8 +9,8 @@ goes into it:
   mirrors here (node.py), so the charts install with their default values;
 - the Kubernetes pause image (containerd's sandbox image), built from the
   kubernetes module's own build/pause source, as `pause`;
-- the tier's consumer image (consumer.Dockerfile: Debian's python3 with the
-  pinned SDKs) as `mld-e2e/consumer`;
+- the tier's Python image (python.Dockerfile: Debian's python3 with the
+  pinned JAX and SDKs) as `mld-e2e/python`, which the workloads' pods name;
 - both charts, by `helm package` and `helm push`, under `charts/`.
 Thread-compatible: one owner starts it and stops it.
 """
@@ -85,33 +85,40 @@ class Registry:
         wait_until(up, 30, "the registry on " + self.host)
         return self
 
-    def consumer_context(self):
-        """The consumer image's build context: its Dockerfile, the lock and the
+    PYTHON_PACKAGES = ("jax", "jaxlib", "google-cloud-mldiagnostics", "opentelemetry-sdk",
+                       "opentelemetry-exporter-otlp-proto-grpc")
+
+    def python_context(self):
+        """The Python image's build context: its Dockerfile, the lock and the
         wheels of its packages, downloaded once per lock by the tier's venv's
         pip (the host's trust store reaches the index; a build does not)."""
         lock = os.path.join(HERE, "requirements.lock")
         with open(lock, "rb") as f:
-            key = hashlib.sha256(f.read()).hexdigest()[:16]
+            key = hashlib.sha256(f.read() + " ".join(self.PYTHON_PACKAGES).encode()
+                                 ).hexdigest()[:16]
         cache = os.environ.get("MLD_E2E_CACHE",
                                os.path.expanduser("~/.cache/mldiagnostics-e2e"))
-        wheels = os.path.join(cache, "consumer-wheels-" + key)
+        wheels = os.path.join(cache, "python-wheels-" + key)
         if not os.path.exists(os.path.join(wheels, ".complete")):
             shutil.rmtree(wheels, ignore_errors=True)
             subprocess.run([sys.executable, "-m", "pip", "download", "-q",
                             "--disable-pip-version-check", "-d", wheels, "-c", lock,
-                            "google-cloud-mldiagnostics", "opentelemetry-sdk",
-                            "opentelemetry-exporter-otlp-proto-grpc"],
-                           check=True, capture_output=True, timeout=600)
+                            *self.PYTHON_PACKAGES],
+                           check=True, capture_output=True, timeout=1200)
             open(os.path.join(wheels, ".complete"), "w").close()
-        ctx = os.path.join(self.dir, "consumer")
+            for old in os.listdir(cache):  # one lock's wheels at a time
+                if old.startswith(("python-wheels-", "consumer-wheels-")) and \
+                        old != os.path.basename(wheels):
+                    shutil.rmtree(os.path.join(cache, old), ignore_errors=True)
+        ctx = os.path.join(self.dir, "python")
         shutil.rmtree(ctx, ignore_errors=True)
         shutil.copytree(wheels, os.path.join(ctx, "wheels"))
-        for f in ("consumer.Dockerfile", "requirements.lock"):
+        for f in ("python.Dockerfile", "requirements.lock"):
             shutil.copy(os.path.join(HERE, f), ctx)
-        return os.path.join(ctx, "consumer.Dockerfile")
+        return os.path.join(ctx, "python.Dockerfile")
 
     def push_images(self, pause_src):
-        """Build both images, the pause image and the consumer image
+        """Build both images, the pause image and the Python image
         (scripts/images.sh) and push them here; returns what images.sh
         printed (the sizes)."""
         t0 = time.time()
@@ -119,7 +126,7 @@ class Registry:
         p = subprocess.run([os.path.join(ROOT, "scripts", "images.sh"),
                             "--push", self.host + "/mldiagnostics",
                             "--pause", pause_src, "--push-pause", self.host,
-                            "--also", "mld-e2e/consumer=" + self.consumer_context(),
+                            "--also", "mld-e2e/python=" + self.python_context(),
                             "--cert-dir", self.certs_dir()],
                            capture_output=True, text=True, timeout=60 * 60, env=env)
         if p.returncode != 0:
@@ -129,9 +136,9 @@ class Registry:
                                                                    p.stdout.strip()))
         return p.stdout
 
-    def consumer_image(self):
-        """The consumer image's reference, as a pod names it."""
-        return "%s/mldiagnostics/mld-e2e/consumer:%s" % (self.host, self.tag)
+    def python_image(self):
+        """The Python image's reference, as a pod names it."""
+        return "%s/mldiagnostics/mld-e2e/python:%s" % (self.host, self.tag)
 
     def certs_dir(self):
         """A containers-certs.d style folder that trusts the tier's CA for this registry."""

@@ -1,8 +1,9 @@
 """The programs that read what the webhook injects, run where they run: in
-the pod, with the environment the kubelet gives the container ($(VAR)
-expanded, fieldRefs resolved). Each pod's container is the tier's Python
-in its own network namespace; the collector's cluster DNS name resolves to
-the host side of the pod network, where the test's OTLP receiver listens.
+the pod's container on the real node (the tier's Python image), with the
+environment the kubelet gives it ($(VAR) expanded, fieldRefs resolved).
+The collector's cluster DNS name is a Service of the cluster whose
+endpoint is the host side of the pod network, where the test's OTLP
+receiver listens: CoreDNS resolves it, kube-proxy forwards to it.
 
 - google-cloud-mldiagnostics (PyPI, pinned): its own workload-details and
   run-identifier functions succeed in every pod of a workload, give one run
@@ -22,6 +23,7 @@ from opentelemetry.proto.collector.metrics.v1 import (metrics_service_pb2,
                                                        metrics_service_pb2_grpc)
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
+import kubeapi
 from e2e import LABEL, E2ETest
 
 REPORT = r"""
@@ -114,14 +116,14 @@ time.sleep(3600)
 """
 
 
-def jobset(name, program, labels=None, annotations=None, env=None, replicas=2):
+def jobset(name, image, program, labels=None, annotations=None, env=None, replicas=2):
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": name, "labels": {LABEL: "true", **(labels or {})},
                          "annotations": annotations or {}},
             "spec": {"replicatedJobs": [{"name": "w", "replicas": replicas, "template": {
                 "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
                     "restartPolicy": "Never", "containers": [{
-                        "name": "app", "image": "mld-e2e/python:3.11",
+                        "name": "app", "image": image,
                         "command": ["python", "-c", program],
                         "env": env or []}]}}}}}]}}
 
@@ -176,12 +178,28 @@ class Receiver:
 
 
 class Consumers(E2ETest):
-    @classmethod
-    def setUpClass(cls):
-        import e2e
-        c = e2e.cluster()
-        if c.networks is None:
-            raise AssertionError("pod network namespaces are needed (root and iproute2)")
+    def jobset(self, name, program, **kw):
+        return jobset(name, self.python_image(), program, **kw)
+
+    def collector_service(self, rx):
+        """The injected endpoint's Service, opentelemetry-collector in
+        gke-managed-otel (the chart's defaults), without a selector: its
+        EndpointSlice names the receiver on the host side of the pod network.
+        Returns the namespace."""
+        ns = self.namespace(name="gke-managed-otel")
+        self.namespaces.remove(ns)  # deleted by the test itself, after the receiver
+        self.api.create({"apiVersion": "v1", "kind": "Service", "metadata": {
+            "name": "opentelemetry-collector"}, "spec": {"ports": [
+                {"name": "otlp-grpc", "port": 4317, "protocol": "TCP"}]}}, ns)
+        self.api.create({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                         "metadata": {"name": "opentelemetry-collector-host", "labels": {
+                             "kubernetes.io/service-name": "opentelemetry-collector",
+                             "endpointslice.kubernetes.io/managed-by": "mld-e2e"}},
+                         "addressType": "IPv4",
+                         "endpoints": [{"addresses": [self.c.networks.host_ip],
+                                        "conditions": {"ready": True}}],
+                         "ports": [{"name": "otlp-grpc", "port": 4317, "protocol": "TCP"}]}, ns)
+        return ns
 
     def reports(self, ns, name, n, marker="REPORT ", timeout=120):
         pods = self.wait_pods(ns, n, "jobset.sigs.k8s.io/jobset-name=" + name)
@@ -189,7 +207,7 @@ class Consumers(E2ETest):
         deadline = time.time() + timeout
         while time.time() < deadline and len(out) < len(pods):
             for p in pods:
-                log = self.c.node.container_log(ns, p["metadata"]["name"], "app")
+                log = self.container_log(ns, p["metadata"]["name"], "app")
                 for line in log.splitlines():
                     if line.startswith(marker):
                         out[p["metadata"]["name"]] = json.loads(line[len(marker):]) \
@@ -197,14 +215,14 @@ class Consumers(E2ETest):
             time.sleep(0.5)
         missing = [p["metadata"]["name"] for p in pods if p["metadata"]["name"] not in out]
         self.assertFalse(missing, "no %r from %s; logs:\n%s" % (marker, missing, "\n".join(
-            self.c.node.container_log(ns, m, "app")[-1500:] for m in missing)))
+            self.container_log(ns, m, "app")[-1500:] for m in missing)))
         return out, pods
 
     def test_sdk_run_id_is_rl_run_id_one_per_workload(self):
         ns = self.namespace("sdk")
-        self.api.create(jobset("rl", REPORT, annotations={
+        self.api.create(self.jobset("rl", REPORT, annotations={
             "diagon.gke.io/otel-resource-attributes": "rl.system=MyPPO,rl.algorithm=PPO"}), ns)
-        self.api.create(jobset("other", REPORT), ns)
+        self.api.create(self.jobset("other", REPORT), ns)
         reports, _ = self.reports(ns, "rl", 2)
         other, _ = self.reports(ns, "other", 2)
         run_ids = set()
@@ -230,7 +248,7 @@ class Consumers(E2ETest):
         meant = {"team": "a=b", "note": "$(OTEL_COLLECTOR_NAME) 100% ünïcode", "pct": "%41",
                  "path": "/x/y:z"}
         ns = self.namespace("otelres")
-        self.api.create(jobset("decode", REPORT, annotations={
+        self.api.create(self.jobset("decode", REPORT, annotations={
             "diagon.gke.io/otel-resource-attributes": ",".join(
                 "%s=%s" % kv for kv in meant.items())}), ns)
         reports, pods = self.reports(ns, "decode", 2)
@@ -246,11 +264,12 @@ class Consumers(E2ETest):
 
     def test_env_only_app_and_seed_app_export_to_the_plaintext_collector(self):
         rx = Receiver(self.c.networks.host_ip)
+        collector = self.collector_service(rx)
         try:
             ns = self.namespace("otlp")
-            self.api.create(jobset("env-only", ENV_ONLY_APP, replicas=1, env=[
+            self.api.create(self.jobset("env-only", ENV_ONLY_APP, replicas=1, env=[
                 {"name": "OTEL_RESOURCE_ATTRIBUTES", "value": "team=ml,service.version=7"}]), ns)
-            self.api.create(jobset("seed-app", SEED_APP, replicas=1), ns)
+            self.api.create(self.jobset("seed-app", SEED_APP, replicas=1), ns)
             done_a, pods_a = self.reports(ns, "env-only", 1, marker="EXPORTED")
             done_b, pods_b = self.reports(ns, "seed-app", 1, marker="EXPORTED")
             deadline = time.time() + 20
@@ -263,6 +282,7 @@ class Consumers(E2ETest):
             got = rx.resources()
         finally:
             rx.stop()
+            self.api.delete(kubeapi.path_for("Namespace", name=collector))
         env_only = [(s, a) for s, a in got if a.get("service.name") == "env-only"]
         self.assertEqual({s for s, _ in env_only}, {"metrics", "traces"},
                          "the env-only app exported nothing over plaintext: %s" % got)

@@ -7,9 +7,9 @@ identity names the top-level Kubeflow workload (DESIGN §3). The operator
 captures a PyTorchJob's pods, CPU JAX profilers, by workloadRef."""
 import os
 import re
-import tempfile
 import unittest
 
+import e2e
 import test_profiler
 from e2e import EXAMPLES, LABEL, E2ETest, identity, injected
 
@@ -118,13 +118,16 @@ class PyTorchJobs(E2ETest):
         self.check_pytorchjob(ns, "pytorch-xla")
 
 
-def jax_pytorchjob(name):
+def jax_pytorchjob(name, image, storage):
     """A PyTorchJob whose master and worker are CPU JAX processes serving
-    the profiler on 9999 (the tier's python image, a network namespace each)."""
-    replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [{
-        "name": "pytorch", "image": "mld-e2e/python:3.11",
-        "command": ["python", "-c", test_profiler.PROGRAM],
-        "ports": [{"name": "profiler", "containerPort": 9999}]}]}}}
+    the profiler on 9999 (the tier's Python image, on the real node), with
+    `storage` mounted where the captures write."""
+    vol, mount = e2e.host_dir(storage, "profiles")
+    replica = {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {
+        "volumes": [vol], "containers": [{
+            "name": "pytorch", "image": image, "command": ["python", "-c", test_profiler.PROGRAM],
+            "volumeMounts": [mount],
+            "ports": [{"name": "profiler", "containerPort": 9999}]}]}}}
     return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
             "metadata": {"name": name, "labels": {LABEL: "true"}},
             "spec": {"pytorchReplicaSpecs": {"Master": replica, "Worker": replica}}}
@@ -137,16 +140,14 @@ class PyTorchJobCapture(test_profiler.Captures):
 
     @classmethod
     def setUpClass(cls):
-        import e2e
         c = e2e.cluster()
-        if c.networks is None:
-            raise AssertionError("pod network namespaces are needed for the JAX pods")
         cls.case = E2ETest()
         cls.case.setUp()
         cls.ns = cls.case.namespace("pytorchjob-jax")
-        c.api.create(jax_pytorchjob("jax-pt"), cls.ns)
+        cls.storage = test_profiler.profile_storage(c, "pytorchjob-profiles-")
+        c.api.create(jax_pytorchjob("jax-pt", cls.case.python_image(), cls.storage), cls.ns)
         cls.pods = cls.case.wait_pods(cls.ns, 2, "training.kubeflow.org/job-name=jax-pt",
-                                      timeout=90)
+                                      timeout=180)
         test_profiler.wait_profilers(c, cls.ns, cls.pods, "pytorch")
 
     @classmethod
@@ -158,8 +159,7 @@ class PyTorchJobCapture(test_profiler.Captures):
 
     def test_workload_ref_captures_master_and_worker(self):
         self.assertTrue(all(injected(p) for p in self.pods))
-        storage = tempfile.mkdtemp(prefix="pytorchjob-profiles-", dir=self.c.dir)
-        os.chmod(storage, 0o777)
+        storage = self.storage
         mldc = self.capture("whole-pytorchjob", {
             "workloadRef": {"kind": "PyTorchJob", "name": "jax-pt"}, "storageLocation": storage})
         self.assert_profiles(mldc, storage, ["%s_9999" % p["status"]["podIP"]

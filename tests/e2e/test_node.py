@@ -204,7 +204,7 @@ class WhatTheKubeletMakesOfIt(NodeCase):
     def test_the_container_sees_what_the_webhook_meant(self):
         """An injected Job's container on the real node: its environment as its
         process sees it (the kubelet's $(VAR) expansion and fieldRefs) equals
-        the process node's model of the kubelet (kubelet.expand), every value
+        the tier's model of the kubelet (kubelet.container_env), every value
         the annotation meant decodes back unexpanded, and the metadata
         volume is mounted read-only with the downward API's files."""
         meant = {"team": "a=b", "note": "$(OTEL_COLLECTOR_NAME) 100% \u00fcn\u00efcode",
@@ -258,15 +258,15 @@ class WhatTheKubeletMakesOfIt(NodeCase):
 
     def test_the_sdks_read_it_in_a_real_container(self):
         """google-cloud-mldiagnostics' own functions and OpenTelemetry's
-        resource detector, in the consumer image on the real node, read what
+        resource detector, in the tier's Python image on the real node, read what
         the webhook injected and the kubelet expanded (test_consumers' report
-        program; there the tier's Python runs it on the process node)."""
+        program, here under the restricted securityContext)."""
         from test_consumers import REPORT
         meant = {"team": "a=b", "note": "$(OTEL_COLLECTOR_NAME) 100% \u00fcn\u00efcode",
                  "pct": "%41", "rl.algorithm": "PPO"}  # an rl. key: rl.run.id joins them
         ns = self.namespace("sdk")
         p = self.injected_job(ns, "sdkjob", meant, {
-            "name": "app", "image": self.c.registry.consumer_image(), "args": ["-c", REPORT]},
+            "name": "app", "image": self.python_image(), "args": ["-c", REPORT]},
             timeout=120)
         name = p["metadata"]["name"]
 

@@ -1,7 +1,6 @@
 """Captures against real JAX profilers: the pods' containers are CPU JAX
-processes (`jax.profiler.start_server(9999)`), each in its own network
-namespace with its podIP and its own hostname, as a kubelet gives a pod.
-The operator, installed with seed 003's arguments (so
+processes (`jax.profiler.start_server(9999)`) in the tier's Python image on
+the real node, each with its podIP and its own hostname. The operator, installed with seed 003's arguments (so
 --disable-hostname-override: each server names its file after its own
 hostname, the pod name), relays MLDiagnosticsConnections to them; xprof
 reads the files back, and xprof's own client captures the same processes
@@ -16,6 +15,7 @@ import tempfile
 import time
 import unittest
 
+import e2e
 import kubeapi
 from e2e import LABEL, E2ETest
 
@@ -31,15 +31,27 @@ while True:
     time.sleep(0.02)
 """
 
-JOBSET = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-    "metadata": {"name": "jax-train", "labels": {LABEL: "true"}},
-    "spec": {"replicatedJobs": [{"name": "host", "replicas": 3, "template": {"spec": {
-        "parallelism": 1, "completions": 1, "backoffLimit": 0,
-        "template": {"spec": {"restartPolicy": "Never", "containers": [{
-            "name": "jax", "image": "mld-e2e/python:3.11",
-            "command": ["python", "-c", PROGRAM],
-            "ports": [{"name": "profiler", "containerPort": 9999}]}]}}}}}]}}
+def jax_jobset(name, hosts, image, storage):
+    """A JobSet of `hosts` JAX profilers; `storage`, a folder of the tier's
+    host, is mounted where the captures write (the storageLocation)."""
+    vol, mount = e2e.host_dir(storage, "profiles")
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "labels": {LABEL: "true"}},
+        "spec": {"replicatedJobs": [{"name": "host", "replicas": hosts, "template": {"spec": {
+            "parallelism": 1, "completions": 1, "backoffLimit": 0,
+            "template": {"spec": {"restartPolicy": "Never", "volumes": [vol], "containers": [{
+                "name": "jax", "image": image, "command": ["python", "-c", PROGRAM],
+                "volumeMounts": [mount],
+                "ports": [{"name": "profiler", "containerPort": 9999}]}]}}}}}]}}
+
+
+def profile_storage(c, prefix):
+    """A folder of the host for captures, writable by the pods' user."""
+    d = tempfile.mkdtemp(prefix=prefix, dir=c.dir)
+    os.chmod(d, 0o777)
+    return d
+
 
 # xprof's trace viewer takes one host's XSpace at a time.
 XPROF_READ = r"""
@@ -78,7 +90,7 @@ def wait_profilers(c, ns, pods, container, timeout=180):
             if time.time() > deadline:
                 raise AssertionError("profiler of %s at %s:9999 never listened:\n%s" % (
                     p["metadata"]["name"], ip,
-                    c.node.container_log(ns, p["metadata"]["name"], container)[-2000:]))
+                    e2e.container_log(c, ns, p["metadata"]["name"], container)[-2000:]))
             time.sleep(0.5)
 
 
@@ -86,20 +98,15 @@ JAX = {}  # the module's JobSet of three JAX pods: namespace, pods
 
 
 def setUpModule():
-    import e2e
     c = e2e.cluster()
-    if c.networks is None:
-        raise AssertionError("pod network namespaces are needed for the JAX pods "
-                             "(root and iproute2)")
     t = E2ETest()
     t.setUp()
     ns = t.namespace("jax")
-    c.api.create(JOBSET, ns)
-    pods = t.wait_pods(ns, 3, "jobset.sigs.k8s.io/jobset-name=jax-train", timeout=90)
+    storage = profile_storage(c, "profiles-")
+    c.api.create(jax_jobset("jax-train", 3, t.python_image(), storage), ns)
+    pods = t.wait_pods(ns, 3, "jobset.sigs.k8s.io/jobset-name=jax-train", timeout=180)
     wait_profilers(c, ns, pods, "jax")
-    JAX.update(ns=ns, pods=pods, case=t,
-               storage=tempfile.mkdtemp(prefix="profiles-", dir=c.dir))
-    os.chmod(JAX["storage"], 0o777)
+    JAX.update(ns=ns, pods=pods, case=t, storage=storage)
 
 
 def tearDownModule():
@@ -177,7 +184,6 @@ class DefaultOperatorJax09(Captures):
 
     @classmethod
     def setUpClass(cls):
-        import e2e
         cls.inst = e2e.cluster().install
         cls.ops = cls.inst.reinstall_operator(False, replicas=2)
         for p in cls.ops:

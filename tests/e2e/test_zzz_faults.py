@@ -10,7 +10,6 @@ test_zz_rbac would count against the charts, and the tier's process node can be 
 start pods again after an outage."""
 import json
 import os
-import tempfile
 import threading
 import time
 import unittest
@@ -18,34 +17,22 @@ import unittest
 import e2e
 import kubeapi
 from e2e import LABEL, E2ETest, injected
-from test_profiler import PROGRAM, wait_profilers
+from test_profiler import jax_jobset, profile_storage, wait_profilers
 
 OUTAGE_S = 10
 HOSTS = 4
-JOBSET = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-    "metadata": {"name": "jax-faults", "labels": {LABEL: "true"}},
-    "spec": {"replicatedJobs": [{"name": "host", "replicas": HOSTS, "template": {"spec": {
-        "parallelism": 1, "completions": 1, "backoffLimit": 0,
-        "template": {"spec": {"restartPolicy": "Never", "containers": [{
-            "name": "jax", "image": "mld-e2e/python:3.11",
-            "command": ["python", "-c", PROGRAM],
-            "ports": [{"name": "profiler", "containerPort": 9999}]}]}}}}}]}}
 JAX = {}
 
 
 def setUpModule():
     c = e2e.cluster()
-    if c.networks is None:
-        raise AssertionError("pod network namespaces are needed for the JAX pods")
     t = E2ETest()
     t.setUp()
     ns = t.namespace("faults")
-    c.api.create(JOBSET, ns)
-    pods = t.wait_pods(ns, HOSTS, "jobset.sigs.k8s.io/jobset-name=jax-faults", timeout=120)
+    storage = profile_storage(c, "profiles-")
+    c.api.create(jax_jobset("jax-faults", HOSTS, t.python_image(), storage), ns)
+    pods = t.wait_pods(ns, HOSTS, "jobset.sigs.k8s.io/jobset-name=jax-faults", timeout=180)
     wait_profilers(c, ns, pods, "jax")
-    storage = tempfile.mkdtemp(prefix="profiles-", dir=c.dir)
-    os.chmod(storage, 0o777)
     JAX.update(ns=ns, pods=[p["metadata"]["name"] for p in pods], case=t, storage=storage)
 
 

@@ -55,7 +55,11 @@ def cert_manager_crds(folder):
 
 
 class WorkloadControllers:
-    def __init__(self, cp, bins, modules, work_dir, log=print):
+    def __init__(self, cp, bins, modules, work_dir, log=print, init_image=None):
+        """init_image: the image of the PyTorchJob workers' init container
+        (upstream's default, alpine:3.10, is pulled from nowhere here): one
+        with sh, seq and nslookup, which its template runs."""
+        self.init_image = init_image
         self.cp = cp
         self.api = cp.api
         self.bins = bins
@@ -264,7 +268,9 @@ class WorkloadControllers:
             os.path.join(self.bins["trainingoperator"], "training-operator.v1"),
             "--enable-scheme", "pytorchjob", "--metrics-bind-address", "0",
             "--health-probe-bind-address", "127.0.0.1:%d" % hport,
-            "--webhook-server-port", str(wport), "--zap-log-level", "info"], hport,
+            "--webhook-server-port", str(wport), "--zap-log-level", "info",
+            *(["--pytorch-init-container-image", self.init_image] if self.init_image else [])],
+            hport,
             {"TMPDIR": tmp, "MY_POD_NAMESPACE": self.TRAINING_OPERATOR_NS})
 
     def start_all(self):
