@@ -17,8 +17,11 @@
 #               operator's capture across 1,536 profilers with 10,000 pods cached;
 #               500 pod creates through the real kube-apiserver per webhook
 #   make fuzz   libFuzzer targets (clang), seeded from fixtures
-#   make manifests  re-render manifests/install/ from the charts with helm
-#               (default values, no helm test hooks)
+#   make manifests  write what repeats the kind table (libk8s/k8s_kinds.c:
+#               the charts' RBAC rules and descriptions, the CRD's workloadRef
+#               kinds, the fake API server's CRDs, the README's lists; see
+#               scripts/kinds.py), then re-render manifests/install/ from the
+#               charts with helm (default values, no helm test hooks)
 JOBS ?= $(shell nproc)
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -118,8 +121,8 @@ fuzz:
 
 # helm template --namespace gke-mldiagnostics --skip-tests, with the helm of
 # the chart tests (tests/tools/charts.py: $MLD_HELM, else tests/e2e/build.sh's)
-manifests:
-	@scripts/deps.sh test
+manifests: build
+	$(BUILD)/tests/kinds_json | /usr/bin/python3 scripts/kinds.py -
 	/usr/bin/python3 tests/tools/charts.py manifests
 
 format:

@@ -15,7 +15,7 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
             API("jobset.x-k8s.io", "v1alpha2", "jobsets"),
             .flags = ALL_ROLES | K8S_KIND_NAMES_BY_LABEL,
             .pod_label = {"jobset.sigs.k8s.io/jobset-name"},
-            .owners = {"TrainJob"},
+            .owners = {&k8s_kinds[K8S_KIND_TRAINJOB]},
             .sites = {{K8S_SITE_EACH_ITEM, "/spec/replicatedJobs", "/template/spec/template",
                        "replicatedJobs", NULL}},
             .pods_by = K8S_KIND_JOBSET,
@@ -53,7 +53,7 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
             API("ray.io", "v1", "rayclusters"),
             .flags = K8S_KIND_NS_LABEL | K8S_KIND_WEBHOOK_WATCH,
             .pod_label = {"ray.io/cluster"},
-            .owners = {"RayJob"},
+            .owners = {&k8s_kinds[K8S_KIND_RAYJOB]},
             .sites = {{K8S_SITE_ONE, "/spec/headGroupSpec/template", NULL, "head template",
                        "RayCluster"},
                       {K8S_SITE_EACH_ITEM, "/spec/workerGroupSpecs", "/template", "worker group",
@@ -66,7 +66,8 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
             API("batch", "v1", "jobs"),
             .flags = K8S_KIND_NS_LABEL | K8S_KIND_WEBHOOK_WATCH,
             .pod_label = {"batch.kubernetes.io/job-name"},
-            .owners = {"JobSet", "RayJob"},
+            .owners = {&k8s_kinds[K8S_KIND_JOBSET], &k8s_kinds[K8S_KIND_RAYJOB],
+                       &k8s_kinds[K8S_KIND_MPIJOB]},
             .sites = {{K8S_SITE_ONE, "/spec/template", NULL, "template", "Job"}},
             .pods_by = K8S_KIND_NONE,
         },
@@ -93,6 +94,31 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
                        "pytorchReplicaSpecs", "PyTorchJob"}},
             .pods_by = K8S_KIND_PYTORCHJOB,
         },
+    /* Volcano: its pods are its own (<job>-<task>-<index>), labelled with
+     * its name; a kind named Job beside batch's, told apart by its group */
+    [K8S_KIND_VOLCANO_JOB] =
+        {
+            .kind = "Job",
+            API("batch.volcano.sh", "v1alpha1", "jobs"),
+            .flags = ALL_ROLES | K8S_KIND_NAMES_BY_LABEL,
+            .pod_label = {"volcano.sh/job-name"},
+            .sites = {{K8S_SITE_EACH_ITEM, "/spec/tasks", "/template", "tasks", "Job"}},
+            .pods_by = K8S_KIND_VOLCANO_JOB,
+        },
+    /* Kubeflow MPI operator (v2beta1): it owns its workers and its
+     * launcher's batch Job; both carry its job-name label, told apart from
+     * the training-operator's pods by operator-name */
+    [K8S_KIND_MPIJOB] =
+        {
+            .kind = "MPIJob",
+            API("kubeflow.org", "v2beta1", "mpijobs"),
+            .flags = ALL_ROLES | K8S_KIND_NAMES_BY_LABEL,
+            .pod_label = {"training.kubeflow.org/job-name", "training.kubeflow.org/operator-name",
+                          "mpi-operator"},
+            .sites = {{K8S_SITE_EACH_MEMBER, "/spec/mpiReplicaSpecs", "/template",
+                       "mpiReplicaSpecs", NULL}},
+            .pods_by = K8S_KIND_MPIJOB,
+        },
     /* read one at a time on a miss (pod-label opt-in of other workloads) */
     [K8S_KIND_DEPLOYMENT] =
         {
@@ -105,7 +131,7 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
         {
             .kind = "StatefulSet",
             API("apps", "v1", "statefulsets"),
-            .owners = {"LeaderWorkerSet"},
+            .owners = {&k8s_kinds[K8S_KIND_LWS]},
             .sites = {{K8S_SITE_ONE, "/spec/template", NULL, "template", "StatefulSet"}},
             .pods_by = K8S_KIND_NONE,
         },
@@ -113,23 +139,59 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
         {
             .kind = "ReplicaSet",
             API("apps", "v1", "replicasets"),
-            .owners = {"Deployment"},
+            .owners = {&k8s_kinds[K8S_KIND_DEPLOYMENT]},
             .pods_by = K8S_KIND_NONE,
         },
 };
 
-const struct k8s_kind *k8s_kind_find(const char *kind)
+const struct k8s_kind k8s_kind_namespace = {
+    .kind = "Namespace",
+    .group = "",
+    .api_version = "v1",
+    .prefix = "/api/v1",
+    .plural = "namespaces",
+    .resource = "namespaces",
+    .pods_by = K8S_KIND_NONE,
+};
+
+const struct k8s_kind *k8s_kind_find(const char *group, const char *kind)
 {
-    enum k8s_kind_id id = k8s_kind_id_of(kind);
-    return id == K8S_KIND_NONE ? NULL : &k8s_kinds[id];
+    for (int i = 0; group && kind && i < K8S_KIND_COUNT; i++)
+        if (!strcmp(k8s_kinds[i].kind, kind) && !strcmp(k8s_kinds[i].group, group))
+            return &k8s_kinds[i];
+    return NULL;
 }
 
-enum k8s_kind_id k8s_kind_id_of(const char *kind)
+const struct k8s_kind *k8s_kind_of_ref(const char *api_version, const char *kind)
 {
+    const char *slash = api_version ? strchr(api_version, '/') : NULL;
+    char group[256];
+    if (!api_version || (slash && (size_t)(slash - api_version) >= sizeof(group)))
+        return NULL;
+    snprintf(group, sizeof(group), "%.*s", slash ? (int)(slash - api_version) : 0, api_version);
+    return k8s_kind_find(group, kind);
+}
+
+const struct k8s_kind *k8s_kind_named(const char *kind, unsigned flags, int *count)
+{
+    const struct k8s_kind *found = NULL;
+    int n = 0;
     for (int i = 0; kind && i < K8S_KIND_COUNT; i++)
-        if (!strcmp(k8s_kinds[i].kind, kind))
-            return (enum k8s_kind_id)i;
-    return K8S_KIND_NONE;
+        if ((k8s_kinds[i].flags & flags) == flags && !strcmp(k8s_kinds[i].kind, kind)) {
+            found = &k8s_kinds[i];
+            n++;
+        }
+    if (count)
+        *count = n;
+    return n == 1 ? found : NULL;
+}
+
+bool k8s_kind_owned_by(const struct k8s_kind *k, const struct k8s_kind *owner)
+{
+    for (size_t i = 0; k && owner && i < K8S_KIND_MAX_OWNERS && k->owners[i]; i++)
+        if (k->owners[i] == owner)
+            return true;
+    return false;
 }
 
 static const char *label_of(const void *labels, const char *key)
@@ -172,10 +234,23 @@ const char *k8s_kinds_names(unsigned flags, char *out, size_t cap)
     out[0] = '\0';
     for (int i = 0; i < n && len < cap; i++) {
         const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
-        int w = snprintf(out + len, cap - len, "%s%s", sep, k8s_kinds[picked[i]].kind);
+        const struct k8s_kind *k = &k8s_kinds[picked[i]];
+        int shared = 0; /* a name two rows have is told by its group, but Kubernetes' own */
+        (void)k8s_kind_named(k->kind, 0, &shared);
+        int w = shared > 1 && strchr(k->group, '.')
+                    ? snprintf(out + len, cap - len, "%s%s (%s)", sep, k->kind, k->group)
+                    : snprintf(out + len, cap - len, "%s%s", sep, k->kind);
         len += w > 0 ? (size_t)w : 0;
     }
     return out;
+}
+
+static json_t *owner_names(const struct k8s_kind *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n && v[i]; i++)
+        json_array_append_new(a, json_pack("{s:s, s:s}", "group", v[i]->group, "kind", v[i]->kind));
+    return a;
 }
 
 static json_t *strings(const char *const *v, size_t n)
@@ -197,7 +272,7 @@ json_t *k8s_kinds_json(void)
         json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:o, s:o, s:b, s:b, s:b, s:b}", "kind",
                                 k->kind, "group", k->group, "apiVersion", k->api_version, "plural",
                                 k->plural, "podLabel", k->pod_label.key, "owners",
-                                strings(k->owners, K8S_KIND_MAX_OWNERS), "sites",
+                                owner_names(k->owners, K8S_KIND_MAX_OWNERS), "sites",
                                 strings(sites, K8S_KIND_MAX_SITES), "namesByLabel",
                                 (k->flags & K8S_KIND_NAMES_BY_LABEL) != 0, "namespaceLabel",
                                 (k->flags & K8S_KIND_NS_LABEL) != 0, "webhookWatch",

@@ -31,6 +31,8 @@ enum k8s_kind_id {
     K8S_KIND_RAYJOB,
     K8S_KIND_TRAINJOB,
     K8S_KIND_PYTORCHJOB,
+    K8S_KIND_VOLCANO_JOB,
+    K8S_KIND_MPIJOB,
     K8S_KIND_REF_COUNT,
     K8S_KIND_RAYCLUSTER = K8S_KIND_REF_COUNT,
     K8S_KIND_JOB,
@@ -69,19 +71,20 @@ struct k8s_kind_site {
                                   document; NULL when the controller names it */
 };
 
-#define K8S_KIND_MAX_OWNERS 2
+#define K8S_KIND_MAX_OWNERS 3
 #define K8S_KIND_MAX_SITES  3
 
 struct k8s_kind {
-    const char *kind;        /* "JobSet" */
+    const char *kind;        /* "JobSet"; a row is (group, kind): names may repeat */
     const char *group;       /* "jobset.x-k8s.io" ("batch", "apps", ...) */
     const char *api_version; /* "jobset.x-k8s.io/v1alpha2" */
     const char *prefix;      /* "/apis/jobset.x-k8s.io/v1alpha2" */
     const char *plural;      /* "jobsets" */
     const char *resource;    /* "jobsets.jobset.x-k8s.io": its CRD's name; logs, metrics */
     unsigned flags;
-    struct k8s_kind_label pod_label;         /* {NULL} when its pods carry none */
-    const char *owners[K8S_KIND_MAX_OWNERS]; /* controller owners that are then the workload */
+    struct k8s_kind_label pod_label; /* {NULL} when its pods carry none */
+    /* controller owners that are then the workload (NULL-terminated) */
+    const struct k8s_kind *owners[K8S_KIND_MAX_OWNERS];
     struct k8s_kind_site sites[K8S_KIND_MAX_SITES];
     /* workloadRef: its pods are those whose pod_label of kind pods_by is
      * its name, or the value of its status.<pods_by_status> */
@@ -91,17 +94,32 @@ struct k8s_kind {
 
 extern const struct k8s_kind k8s_kinds[K8S_KIND_COUNT];
 
-/* The row of a kind name ("JobSet"), or NULL. */
-const struct k8s_kind *k8s_kind_find(const char *kind);
+/* Namespaces (core v1), looked up beside the table's kinds; not a row. */
+extern const struct k8s_kind k8s_kind_namespace;
+
+/* The row of (group, kind), group "" being the core group; NULL when
+ * the table has none. */
+const struct k8s_kind *k8s_kind_find(const char *group, const char *kind);
+
+/* The row an object reference names by apiVersion ("group/version", or
+ * "version" for the core group) and kind, as owner references do; NULL
+ * when none (or either is NULL). */
+const struct k8s_kind *k8s_kind_of_ref(const char *api_version, const char *kind);
+
+/* The row named `kind` among those with every flag in `flags`, when
+ * exactly one is (a reference without its apiVersion); NULL otherwise,
+ * with *count (may be NULL) the number of rows that matched. */
+const struct k8s_kind *k8s_kind_named(const char *kind, unsigned flags, int *count);
+
+/* Is `owner` one of the controller owners k's row says are then the
+ * workload? */
+bool k8s_kind_owned_by(const struct k8s_kind *k, const struct k8s_kind *owner);
 
 /* The id of a row of the table. */
 static inline enum k8s_kind_id k8s_kind_id(const struct k8s_kind *k)
 {
     return (enum k8s_kind_id)(k - k8s_kinds);
 }
-
-/* The id of a kind name, or K8S_KIND_NONE. */
-enum k8s_kind_id k8s_kind_id_of(const char *kind);
 
 /* The value of k's pod label in a pod's labels (borrowed), or NULL when
  * absent or its condition label does not match. */
@@ -115,7 +133,9 @@ const char *k8s_kind_pod_label_in(const struct k8s_kind *k, k8s_label_fn *get, c
 bool k8s_kind_selects_pods(enum k8s_kind_id id);
 
 /* "A, B or C": the kinds with every flag in `flags`, in table order, into
- * out (truncated to cap). Returns out. */
+ * out (truncated to cap); a name two rows share is followed by its group,
+ * "Job (batch.volcano.sh)", unless the group is Kubernetes' own (no dot:
+ * batch, apps). Returns out. */
 const char *k8s_kinds_names(unsigned flags, char *out, size_t cap);
 
 /* The table as JSON (the charts' RBAC test reads it): a NEW array, NULL

@@ -65,11 +65,12 @@ static bool is(const char *v, const char *want)
 /* ---------- the pod's workload ---------- */
 
 /* kind, its API version, name, and its cached object (new reference or
- * NULL). */
+ * NULL); row: its kind's row (NULL for a pod). */
 struct workload {
     const char *kind, *api;
     char name[254];
     json_t *obj;
+    const struct k8s_kind *row;
 };
 
 struct status_scan {
@@ -88,7 +89,7 @@ static void find_by_status(void *ud, const char *key, const json_t *obj)
 
 static void set_workload(struct workload *w, const struct k8s_kind *k, json_t *obj)
 {
-    *w = (struct workload){k->kind, k->api_version, "", obj};
+    *w = (struct workload){k->kind, k->api_version, "", obj, k};
     snprintf(w->name, sizeof(w->name), "%s", op_str2(obj, "metadata", "name"));
 }
 
@@ -116,17 +117,17 @@ static json_t *by_pod_label(const struct op_pod *pod, const struct op_stores *st
 static void climb(const struct op_stores *st, const char *ns, struct workload *w)
 {
     for (int depth = 0; depth < MAX_CLIMB; depth++) {
-        const struct k8s_kind *k = k8s_kind_find(w->kind), *up = NULL;
         const json_t *owner = NULL, *ref;
         size_t i;
         json_array_foreach(json_object_get(json_object_get(w->obj, "metadata"), "ownerReferences"),
                            i, ref) if (json_is_true(json_object_get(ref, "controller"))) owner =
             ref;
-        const char *okind = json_string_value(json_object_get(owner, "kind"));
+        const struct k8s_kind *up =
+            k8s_kind_of_ref(json_string_value(json_object_get(owner, "apiVersion")),
+                            json_string_value(json_object_get(owner, "kind")));
         const char *oname = json_string_value(json_object_get(owner, "name"));
-        for (size_t o = 0; k && okind && o < K8S_KIND_MAX_OWNERS && k->owners[o]; o++)
-            if (!strcmp(k->owners[o], okind))
-                up = k8s_kind_find(okind);
+        if (!k8s_kind_owned_by(w->row, up))
+            up = NULL;
         json_t *obj = up && oname && st->kinds[k8s_kind_id(up)]
                           ? k8s_store_get(st->kinds[k8s_kind_id(up)], ns, oname)
                           : NULL;
@@ -162,7 +163,8 @@ static void identity_workload(const struct op_pod *pod, struct workload *w)
     *w = (struct workload){"Pod", "v1", "", NULL};
     snprintf(w->name, sizeof(w->name), "%s", pod->name);
     bool self = !strcmp(pod->id_kind, "Pod"); /* a bare pod: it, not its generateName */
-    const struct k8s_kind *k = k8s_kind_find(pod->id_kind);
+    /* the identity names a kind without its group: one row, or the pod */
+    const struct k8s_kind *k = k8s_kind_named(pod->id_kind, 0, NULL);
     if (*pod->id_name && !self && k) {
         *w = (struct workload){k->kind, k->api_version, "", NULL};
         snprintf(w->name, sizeof(w->name), "%s", pod->id_name);

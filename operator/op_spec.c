@@ -179,26 +179,49 @@ static int storage(struct op_spec *s, const char *loc, struct k8s_error *reterr)
     return 0;
 }
 
+/* The workloadRef kind: by apiVersion's group and kind when given, else
+ * the one workloadRef kind of that name. */
+static int ref_row(struct op_spec *s, const char *api, const char *kind, struct k8s_error *reterr)
+{
+    char q[K8S_QUOTE_CAP], q2[K8S_QUOTE_CAP], kinds[160];
+    int count = 0;
+    const struct k8s_kind *k =
+        api ? k8s_kind_of_ref(api, kind) : k8s_kind_named(kind, K8S_KIND_WORKLOAD_REF, &count);
+    if (k && (k->flags & K8S_KIND_WORKLOAD_REF)) {
+        s->ref_kind = k;
+        return 0;
+    }
+    if (count > 1)
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             F "workloadRef.kind: %d kinds are named \"%s\"; set " F
+                               "workloadRef.apiVersion to say which",
+                             count, k8s_quote(q, kind, strlen(kind)));
+    if (api)
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             F "workloadRef: apiVersion \"%s\" and kind \"%s\" name no kind of "
+                               "%s",
+                             k8s_quote(q, api, strlen(api)), k8s_quote(q2, kind, strlen(kind)),
+                             k8s_kinds_names(K8S_KIND_WORKLOAD_REF, kinds, sizeof(kinds)));
+    return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef.kind: must be %s (got \"%s\")",
+                         k8s_kinds_names(K8S_KIND_WORKLOAD_REF, kinds, sizeof(kinds)),
+                         k8s_quote(q, kind, strlen(kind)));
+}
+
 static int workload_ref(struct op_spec *s, const json_t *ref, struct k8s_error *reterr)
 {
-    const char *kind = NULL, *name = NULL;
+    const char *kind = NULL, *name = NULL, *api = NULL;
     if (!json_is_object(ref))
         return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef: must be an object");
     int r = str_field(ref, F "workloadRef.", "kind", &kind, reterr);
     r = r ? r : str_field(ref, F "workloadRef.", "name", &name, reterr);
+    r = r ? r : str_field(ref, F "workloadRef.", "apiVersion", &api, reterr);
     if (r < 0)
         return r;
     if (!kind || !strcmp(kind, ""))
         return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef.kind: required");
-    s->ref_kind = k8s_kind_find(kind);
+    if ((r = ref_row(s, api && *api ? api : NULL, kind, reterr)) < 0)
+        return r;
     char q[K8S_QUOTE_CAP];
-    if (!s->ref_kind || !(s->ref_kind->flags & K8S_KIND_WORKLOAD_REF)) {
-        char kinds[160];
-        s->ref_kind = NULL;
-        return k8s_error_set(reterr, -K8S_EINVAL, F "workloadRef.kind: must be %s (got \"%s\")",
-                             k8s_kinds_names(K8S_KIND_WORKLOAD_REF, kinds, sizeof(kinds)),
-                             k8s_quote(q, kind, strlen(kind)));
-    }
     if (!name || !op_dns_subdomain(name, strlen(name)))
         return k8s_error_set(reterr, -K8S_EINVAL,
                              F "workloadRef.name: required, a DNS-1123 subdomain (got \"%s\")",

@@ -19,6 +19,7 @@
 
 struct kind_def {
     const char *kind, *prefix, *plural; /* GET: <prefix>[/namespaces/<ns>]/<plural>/<name> */
+    const char *resource;               /* "jobs.batch": unique, unlike kind names */
     bool namespaced, watched;
 };
 
@@ -29,11 +30,13 @@ static pthread_once_t kinds_once = PTHREAD_ONCE_INIT;
 
 static void kinds_init(void)
 {
-    kinds[0] = (struct kind_def){"Namespace", "/api/v1", "namespaces", false, true};
+    const struct k8s_kind *n = &k8s_kind_namespace;
+    kinds[0] = (struct kind_def){n->kind, n->prefix, n->plural, n->resource, false, true};
     for (size_t i = 0; i < K8S_KIND_COUNT; i++) {
         const struct k8s_kind *k = &k8s_kinds[i];
-        kinds[1 + i] = (struct kind_def){k->kind, k->prefix, k->plural, true,
-                                         (k->flags & K8S_KIND_WEBHOOK_WATCH) != 0};
+        kinds[1 + i] =
+            (struct kind_def){k->kind,     k->prefix, k->plural,
+                              k->resource, true,      (k->flags & K8S_KIND_WEBHOOK_WATCH) != 0};
     }
 }
 
@@ -77,15 +80,17 @@ struct wh_cache {
     pthread_mutex_t mu; /* flights and the TTL map */
     pthread_cond_t landed;
     struct flight *flights;
-    json_t *ttl; /* "Kind/ns/name" → [expiry ns, metadata or null] */
+    json_t *ttl; /* "resource/ns/name" → [expiry ns, metadata or null] */
     struct k8s_metric *gets_ok, *gets_missing, *gets_failed;
 };
 
-static const struct kind_def *kind_of(const char *kind)
+/* The definition of a row of the table, or of the Namespace kind. */
+static const struct kind_def *kind_of(const struct k8s_kind *k)
 {
-    for (size_t i = 0; i < NKINDS; i++)
-        if (!strcmp(kinds[i].kind, kind))
-            return &kinds[i];
+    if (k == &k8s_kind_namespace)
+        return &kinds[0];
+    if (k >= k8s_kinds && k < k8s_kinds + K8S_KIND_COUNT)
+        return &kinds[1 + (k - k8s_kinds)];
     return NULL;
 }
 
@@ -289,7 +294,7 @@ static int fetch(struct wh_cache *c, const struct kind_def *d, const char *ns, c
                  int64_t deadline_ns, json_t **ret, struct k8s_error *err)
 {
     char key[600];
-    snprintf(key, sizeof(key), "%s/%s/%s", d->kind, ns, name);
+    snprintf(key, sizeof(key), "%s/%s/%s", d->resource, ns, name);
     int r = ttl_lookup(c, key, ret); /* others' GETs; "not found" of any kind */
     if (r == -K8S_ENOTFOUND || r == -K8S_ENOMEM)
         return r == -K8S_ENOMEM ? k8s_error_set(err, r, "out of memory")
@@ -308,13 +313,14 @@ static int fetch(struct wh_cache *c, const struct kind_def *d, const char *ns, c
 
 /* ---------- the lookup ops ---------- */
 
-static int lookup_meta(void *ud, const char *kind, const char *ns, const char *name,
+static int lookup_meta(void *ud, const struct k8s_kind *kind, const char *ns, const char *name,
                        int64_t deadline_ns, json_t **ret_meta, struct k8s_error *err)
 {
     struct wh_cache *c = ud;
     const struct kind_def *d = kind_of(kind);
     if (!d || !name || !*name)
-        return k8s_error_set(err, -K8S_EUNAVAIL, "%s is not looked up", kind);
+        return k8s_error_set(err, -K8S_EUNAVAIL, "%s is not looked up",
+                             kind ? kind->kind : "(no kind)");
     struct kind_cache *k = &c->kc[d - kinds];
     const char *where = d->namespaced ? ns : "";
     if (d->watched) {

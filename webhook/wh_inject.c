@@ -192,11 +192,11 @@ static int each_site(struct job *j, const struct k8s_kind_site *d, const char *p
 /* Dispatch on kind (the kind table says where its templates are); a
  * template's pods get the parent they will have when it can be known
  * before the controller runs. */
-static int by_kind(struct job *j, const char *kind, const char *name)
+static int by_kind(struct job *j, const char *api_version, const char *kind, const char *name)
 {
     if (!strcmp(kind, "Pod"))
         return run_site(j, &(struct site){.label = "pod"}, true);
-    const struct k8s_kind *k = k8s_kind_find(kind);
+    const struct k8s_kind *k = k8s_kind_of_ref(api_version, kind);
     int r = 0;
     for (size_t i = 0; k && i < K8S_KIND_MAX_SITES && k->sites[i].path && r == 0; i++)
         r = k->sites[i].shape == K8S_SITE_ONE
@@ -255,7 +255,7 @@ int wh_inject_doc(const struct wh_config *cfg, const json_t *doc, const char *ns
                     .patch = patch,
                     .explain = explain};
     int r = !strcmp(kind, "List") ? inject_list(cfg, doc, ns, now, patch, explain)
-                                  : by_kind(&j, kind, name);
+                                  : by_kind(&j, str_at(doc, "apiVersion"), kind, name);
     if (r < 0) {
         json_decref(patch);
         return -K8S_ENOMEM;

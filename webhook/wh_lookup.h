@@ -8,7 +8,8 @@
  * list+watch caches, with a bounded single-flight GET on a miss.
  *
  * Contract of get_meta:
- *   kind       "Namespace", or a kind of the kind table (k8s_kinds)
+ *   kind       k8s_kind_namespace, or a row of the kind table (k8s_kinds):
+ *              the (group, kind), never a name alone (borrowed)
  *   ns         the namespace ("" for Namespace objects)
  *   deadline   CLOCK_MONOTONIC ns by which the answer must be given
  *   *ret_meta  on 0: a NEW reference to the object's metadata object
@@ -26,18 +27,19 @@
 #include <stdint.h>
 
 #include "k8s_err.h"
+#include "k8s_kinds.h"
 
 struct wh_lookup {
-    int (*get_meta)(void *ud, const char *kind, const char *ns, const char *name,
+    int (*get_meta)(void *ud, const struct k8s_kind *kind, const char *ns, const char *name,
                     int64_t deadline_ns, json_t **ret_meta, struct k8s_error *reterr);
     void *ud;
 };
 
 /* Ask lk (which may be NULL: standalone → -K8S_EUNAVAIL). */
-K8S_MUST_CHECK static inline int wh_lookup_meta(const struct wh_lookup *lk, const char *kind,
-                                                const char *ns, const char *name,
-                                                int64_t deadline_ns, json_t **ret_meta,
-                                                struct k8s_error *reterr)
+K8S_MUST_CHECK static inline int wh_lookup_meta(const struct wh_lookup *lk,
+                                                const struct k8s_kind *kind, const char *ns,
+                                                const char *name, int64_t deadline_ns,
+                                                json_t **ret_meta, struct k8s_error *reterr)
 {
     if (!lk || !lk->get_meta)
         return k8s_error_set(reterr, -K8S_EUNAVAIL, "no API access (standalone)");

@@ -154,12 +154,13 @@ static int owner_pull(struct rd *r, struct wh_meta *m)
 {
     if (k8s_jpull_peek(r->p) != K8S_J_OBJECT)
         return k8s_jpull_skip(r->p);
-    const char *kind = NULL, *name = NULL, *k;
+    const char *kind = NULL, *name = NULL, *api = NULL, *k;
     int controller = 0, st = 0, rc;
     size_t kn;
     while ((rc = k8s_jpull_member(r->p, &st, &k, &kn)) > 0) {
         int v = k8s_jkey_is(k, kn, "kind")         ? string(r, &kind)
                 : k8s_jkey_is(k, kn, "name")       ? string(r, &name)
+                : k8s_jkey_is(k, kn, "apiVersion") ? string(r, &api)
                 : k8s_jkey_is(k, kn, "controller") ? (controller = k8s_jpull_true(r->p))
                                                    : k8s_jpull_skip(r->p);
         if (v < 0)
@@ -168,13 +169,15 @@ static int owner_pull(struct rd *r, struct wh_meta *m)
     if (rc == 0 && !m->owner_kind && controller > 0 && kind && name) {
         m->owner_kind = kind;
         m->owner_name = name;
+        m->owner_api_version = api;
     }
     return rc;
 }
 
 static int owners_pull(struct rd *r, struct wh_meta *m)
 {
-    m->owner_kind = m->owner_name = NULL; /* of duplicate members the last counts */
+    /* of duplicate members the last counts */
+    m->owner_kind = m->owner_name = m->owner_api_version = NULL;
     if (k8s_jpull_peek(r->p) != K8S_J_ARRAY)
         return k8s_jpull_skip(r->p);
     int st = 0, e;
@@ -266,6 +269,7 @@ int wh_meta_from_json(const json_t *meta, struct wh_meta *ret)
             str_at(ref, "name")) {
             ret->owner_kind = str_at(ref, "kind");
             ret->owner_name = str_at(ref, "name");
+            ret->owner_api_version = str_at(ref, "apiVersion");
             break;
         }
     }

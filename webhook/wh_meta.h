@@ -61,8 +61,9 @@ struct wh_meta {
     const char *name, *generate_name, *ns, *created; /* NULL unless strings */
     struct wh_map labels, annotations;
     /* the first owner reference with controller: true and string kind and
-     * name; both NULL when there is none */
-    const char *owner_kind, *owner_name;
+     * name; all NULL when there is none (owner_api_version also when the
+     * reference has none) */
+    const char *owner_kind, *owner_name, *owner_api_version;
     char *pool; /* wh_meta_pull: the decoded strings */
 };
 

@@ -170,7 +170,8 @@ static int find_targets(struct ctx *x)
 static int lookup_namespace(struct ctx *x, char *why, size_t cap)
 {
     struct k8s_error err = {0};
-    int r = wh_lookup_meta(x->lk, "Namespace", "", x->in->ns, x->in->deadline_ns, &x->ns_doc, &err);
+    int r = wh_lookup_meta(x->lk, &k8s_kind_namespace, "", x->in->ns, x->in->deadline_ns,
+                           &x->ns_doc, &err);
     if (r == 0)
         return wh_meta_from_json(x->ns_doc, &x->ns);
     if (!x->lk)
@@ -201,6 +202,7 @@ static int decide(struct ctx *x)
     struct wh_decision d = wh_policy_decide(x->meta, w, x->ns_doc ? &x->ns.labels : NULL,
                                             ns_why[0] ? ns_why : NULL, x->out->warnings);
     x->out->inject = d.inject;
+    _Static_assert(sizeof(x->out->reason) >= sizeof(d.reason), "a decision's reason fits");
     memcpy(x->out->reason, d.reason, sizeof(d.reason));
     if (x->lk && k8s_mono_ns() > x->in->deadline_ns)
         wh_warnf(x->out->warnings, "mldiagnostics: admission budget exceeded during lookups; "

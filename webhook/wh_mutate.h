@@ -51,7 +51,7 @@ struct wh_mutate_in {
 
 struct wh_mutate_out {
     bool inject;                    /* the pod is opted in and has target containers */
-    char reason[240];               /* why (logs, --explain) */
+    char reason[320];               /* why (logs, --explain); holds a wh_decision's */
     json_t *patch;                  /* array of operations, possibly empty; NULL with text_only */
     struct k8s_jsonpatch_text text; /* with text_only: the same operations as JSON text */
     json_t *warnings;               /* array of strings */

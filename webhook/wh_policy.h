@@ -22,7 +22,7 @@
 
 struct wh_decision {
     bool inject;
-    char reason[200]; /* e.g. "workload label managed-mldiagnostics-gke=true (JobSet/x)" */
+    char reason[320]; /* e.g. "workload label managed-mldiagnostics-gke=true (JobSet/x)" */
 };
 
 /* Decide from the pod's metadata, its workload (labels may be unknown) and

@@ -10,17 +10,14 @@
 #define L_POD_TEMPLATE_HASH "pod-template-hash"
 #define MAX_CLIMB           4 /* owners above the first workload: Job→JobSet→TrainJob */
 
-static bool is_ml_kind(const char *kind)
+/* row: the kind's row, or NULL for a kind the table lacks (named `kind`). */
+static void set_kind_name(struct wh_workload *w, const struct k8s_kind *row, const char *kind,
+                          const char *name)
 {
-    const struct k8s_kind *k = k8s_kind_find(kind);
-    return k && (k->flags & K8S_KIND_NS_LABEL);
-}
-
-static void set_kind_name(struct wh_workload *w, const char *kind, const char *name)
-{
-    k8s_strjoin(w->kind, sizeof(w->kind), kind, NULL);
+    w->row = row;
+    k8s_strjoin(w->kind, sizeof(w->kind), row ? row->kind : kind, NULL);
     k8s_strjoin(w->name, sizeof(w->name), name, NULL);
-    w->ml_kind = is_ml_kind(kind);
+    w->ml_kind = row && (row->flags & K8S_KIND_NS_LABEL);
 }
 
 static void set_created(struct wh_workload *w, const char *ts)
@@ -68,7 +65,8 @@ static int fetch(struct resolver *r)
     struct wh_workload *w = r->w;
     json_t *meta = NULL;
     struct k8s_error err = {0};
-    int rc = wh_lookup_meta(r->lk, w->kind, w->ns, w->name, r->deadline_ns, &meta, &err);
+    int rc = w->row ? wh_lookup_meta(r->lk, w->row, w->ns, w->name, r->deadline_ns, &meta, &err)
+                    : k8s_error_set(&err, -K8S_EUNAVAIL, "%s is not looked up", w->kind);
     if (rc == 0)
         return take_doc(w, meta) < 0 ? -K8S_ENOMEM : 1;
     if (rc == -K8S_EUNAVAIL && !r->lk)
@@ -83,15 +81,6 @@ static int fetch(struct resolver *r)
     return 0;
 }
 
-/* Is owner_kind one of the owners k's row says are then the workload? */
-static bool owned_by(const struct k8s_kind *k, const char *owner_kind)
-{
-    for (size_t i = 0; k && i < K8S_KIND_MAX_OWNERS && k->owners[i]; i++)
-        if (!strcmp(k->owners[i], owner_kind))
-            return true;
-    return false;
-}
-
 /* From the workload just fetched, follow controller owners while the
  * kind table says they are the workload (Job → JobSet → TrainJob,
  * RayCluster → RayJob, ...). found: fetch's answer. */
@@ -99,11 +88,11 @@ static int climb(struct resolver *r, int found)
 {
     struct wh_workload *w = r->w;
     for (int depth = 0; found > 0 && depth < MAX_CLIMB; depth++) {
-        const char *okind = w->meta.owner_kind;
-        if (!okind || !owned_by(k8s_kind_find(w->kind), okind))
+        const struct k8s_kind *up = k8s_kind_of_ref(w->meta.owner_api_version, w->meta.owner_kind);
+        if (!k8s_kind_owned_by(w->row, up))
             break;
         /* the owner is the workload now: forget what the child told us */
-        set_kind_name(w, okind, w->meta.owner_name);
+        set_kind_name(w, up, NULL, w->meta.owner_name);
         forget(w);
         found = fetch(r);
     }
@@ -125,7 +114,7 @@ static void resolve_bare(struct wh_workload *w, const struct wh_meta *meta, time
     const char *name = meta->name;
     if (!name || !*name)
         name = meta->generate_name;
-    set_kind_name(w, "Pod", name ? name : "");
+    set_kind_name(w, NULL, "Pod", name ? name : "");
     w->labels = &meta->labels; /* borrowed from the pod */
     w->annotations = &meta->annotations;
     set_created(w, meta->created);
@@ -145,7 +134,7 @@ static bool by_label(struct wh_workload *w, const struct wh_meta *meta)
     for (int i = 0; i < K8S_KIND_COUNT; i++) {
         const char *v = k8s_kind_pod_label_in(&k8s_kinds[i], label_of, meta);
         if (v && (k8s_kinds[i].flags & K8S_KIND_NAMES_BY_LABEL)) {
-            set_kind_name(w, k8s_kinds[i].kind, v);
+            set_kind_name(w, &k8s_kinds[i], NULL, v);
             return true;
         }
     }
@@ -169,12 +158,13 @@ int wh_workload_resolve(const struct wh_meta *meta, const char *ns, const struct
         return 0;
     }
     char deploy[256];
-    if (!strcmp(okind, "ReplicaSet") &&
+    const struct k8s_kind *owner = k8s_kind_of_ref(meta->owner_api_version, okind);
+    if (owner == &k8s_kinds[K8S_KIND_REPLICASET] &&
         deployment_of(oname, wh_meta_label(meta, L_POD_TEMPLATE_HASH), deploy, sizeof(deploy))) {
-        set_kind_name(w, "Deployment", deploy);
+        set_kind_name(w, &k8s_kinds[K8S_KIND_DEPLOYMENT], NULL, deploy);
         return fetch(&r) < 0 ? -K8S_ENOMEM : 0;
     }
-    set_kind_name(w, okind, oname);
+    set_kind_name(w, owner, okind, oname);
     return climb(&r, fetch(&r));
 }
 
@@ -183,8 +173,10 @@ int wh_workload_from_doc(const json_t *doc, const char *ns, const char *parent,
 {
     memset(ret, 0, sizeof(*ret));
     const char *kind = json_string_value(json_object_get(doc, "kind"));
+    const char *api = json_string_value(json_object_get(doc, "apiVersion"));
     int r = take_doc(ret, json_incref(json_object_get(doc, "metadata")));
-    set_kind_name(ret, kind ? kind : "", ret->meta.name ? ret->meta.name : "");
+    set_kind_name(ret, k8s_kind_of_ref(api, kind), kind ? kind : "",
+                  ret->meta.name ? ret->meta.name : "");
     snprintf(ret->ns, sizeof(ret->ns), "%s", ns ? ns : "");
     snprintf(ret->parent, sizeof(ret->parent), "%s", parent ? parent : "");
     if (!ret->created[0])

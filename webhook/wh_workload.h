@@ -4,10 +4,13 @@
  * reference, then, when an API view is available (wh_lookup), from the
  * workload's own metadata (labels, annotations, creationTimestamp) and its
  * owners, climbing while the kind table (k8s_kinds) names the owner's kind
- * as the workload (RayCluster → RayJob, Job → JobSet/RayJob, JobSet →
- * TrainJob, StatefulSet → LWS, ReplicaSet → Deployment).
+ * (its group and kind, read from the owner reference's apiVersion: a
+ * Volcano Job is not batch's) as the workload (RayCluster → RayJob, Job →
+ * JobSet/RayJob/MPIJob, JobSet → TrainJob, StatefulSet → LWS, ReplicaSet →
+ * Deployment).
  *
  * Owner chains: Pod→Job→JobSet; Pod→Job→JobSet→TrainJob; Pod→PyTorchJob;
+ * Pod→MPIJob (workers) and Pod→Job→MPIJob (launcher); Pod→Job (Volcano's);
  * Pod→RayCluster→RayJob; Pod→Job→RayJob (submitter); Pod→StatefulSet→LWS
  * and worker Pod→StatefulSet→leader Pod→StatefulSet→LWS (both carry
  * leaderworkerset.sigs.k8s.io/name); Pod→ReplicaSet→Deployment;
@@ -27,12 +30,14 @@
 #include <time.h>
 
 #include "k8s_err.h"
+#include "k8s_kinds.h"
 #include "wh_lookup.h"
 #include "wh_meta.h"
 
 struct wh_workload {
-    char kind[64];  /* "JobSet", "LeaderWorkerSet", ..., "Pod" */
-    char name[256]; /* for a bare pod: its name, else its generateName */
+    const struct k8s_kind *row; /* its kind's row (k8s_kinds); NULL: a Pod or unknown kind */
+    char kind[64];              /* "JobSet", "LeaderWorkerSet", ..., "Pod" */
+    char name[256];             /* for a bare pod: its name, else its generateName */
     char ns[64];
     char parent[320];            /* "Kind/name" of the pod's controller owner, "" if none/unknown */
     char created[32];            /* RFC 3339 UTC ending in Z, "" when unknown */

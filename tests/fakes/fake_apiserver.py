@@ -325,12 +325,16 @@ BUILTIN_RESOURCES = (
 )
 
 ML_CRDS = (
+    # kinds: generated from libk8s/k8s_kinds.c (make manifests)
     Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", status=True),
     Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", status=True),
     Resource("ray.io", "v1", "rayjobs", "RayJob", status=True),
-    Resource("ray.io", "v1", "rayclusters", "RayCluster", status=True),
     Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", status=True),
     Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", status=True),
+    Resource("batch.volcano.sh", "v1alpha1", "jobs", "Job", status=True),
+    Resource("kubeflow.org", "v2beta1", "mpijobs", "MPIJob", status=True),
+    Resource("ray.io", "v1", "rayclusters", "RayCluster", status=True),
+    # kinds: end
     Resource("diagon.gke.io", "v1alpha1", "mldiagnosticsconnections", "MLDiagnosticsConnection",
              status=True),
 )

@@ -492,13 +492,24 @@ class OperatorChartTest(unittest.TestCase, Common):
         docs = render(OP, sets=["crds.install=false"])
         self.assertFalse([d for d in docs if d["kind"] == "CustomResourceDefinition"])
 
+    def test_what_repeats_the_kind_table_is_generated_from_it(self):
+        """scripts/kinds.py --check: the charts' RBAC rules and descriptions, the
+        CRD's workloadRef kinds, the fake API server's CRDs and the README's lists
+        are what the table gives (make manifests writes them)."""
+        table = subprocess.run([os.path.join(BIN_DIR, "..", "tests", "kinds_json")],
+                               check=True, capture_output=True, text=True).stdout
+        p = subprocess.run([sys.executable, os.path.join(charts.ROOT, "scripts", "kinds.py"),
+                            "-", "--check"], input=table, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
     def test_crd_workload_ref_kinds_are_the_kind_tables(self):
         crd = find(self.docs, "CustomResourceDefinition")
         schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         ref = schema["properties"]["spec"]["properties"]["triggerCapture"]["properties"][
             "workloadRef"]
         self.assertEqual(sorted(ref["properties"]["kind"]["enum"]),
-                         sorted(k["kind"] for k in kind_table() if k["workloadRef"]))
+                         sorted({k["kind"] for k in kind_table() if k["workloadRef"]}))
+        self.assertEqual(ref["properties"]["apiVersion"]["type"], "string")
 
 
 class LintTest(unittest.TestCase):

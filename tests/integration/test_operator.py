@@ -350,7 +350,8 @@ class CaptureTest(OperatorTest):
             "cross-ns": ({"podName": pods[0], "podNamespace": "other"},
                          r"podNamespace: \"other\" differs .*--allow-cross-namespace"),
             "bad-kind": ({"podName": None, "workloadRef": {"kind": "Deployment", "name": "x"}},
-                         r"workloadRef.kind: must be JobSet, LeaderWorkerSet, RayJob, TrainJob or PyTorchJob"),
+                         r"workloadRef.kind: must be JobSet, LeaderWorkerSet, RayJob, TrainJob, "
+                         r"PyTorchJob, Job \(batch.volcano.sh\) or MPIJob"),
             "both": ({"podName": pods[0], "workloadRef": {"kind": "JobSet", "name": "x"}},
                      r"set one of them, not both"),
         }

@@ -21,10 +21,11 @@ Test(k8s_kinds, every_row_is_complete)
         cr_expect_not_null(k->group, "%s", k->kind);
         cr_expect_not_null(k->plural, "%s", k->kind);
         cr_expect_eq(k8s_kind_id(k), i);
-        cr_expect_eq(k8s_kind_find(k->kind), k);
+        cr_expect_eq(k8s_kind_find(k->group, k->kind), k, "(group, kind) is unique");
+        cr_expect_eq(k8s_kind_of_ref(k->api_version, k->kind), k);
         for (int o = 0; o < K8S_KIND_MAX_OWNERS && k->owners[o]; o++)
-            cr_expect_not_null(k8s_kind_find(k->owners[o]), "%s: owner %s is a row", k->kind,
-                               k->owners[o]);
+            cr_expect(k->owners[o] >= k8s_kinds && k->owners[o] < k8s_kinds + K8S_KIND_COUNT,
+                      "%s: owner %d is a row", k->kind, o);
         if (k->flags & K8S_KIND_WORKLOAD_REF) {
             cr_assert(k->pods_by >= 0 && k->pods_by < K8S_KIND_COUNT, "%s", k->kind);
             cr_expect_not_null(k8s_kinds[k->pods_by].pod_label.key,
@@ -38,15 +39,57 @@ Test(k8s_kinds, every_row_is_complete)
 
 Test(k8s_kinds, api_paths)
 {
-    const struct k8s_kind *k = k8s_kind_find("TrainJob");
+    const struct k8s_kind *k = k8s_kind_find("trainer.kubeflow.org", "TrainJob");
     cr_assert_not_null(k);
     cr_expect_str_eq(k->api_version, "trainer.kubeflow.org/v1alpha1");
     cr_expect_str_eq(k->prefix, "/apis/trainer.kubeflow.org/v1alpha1");
     cr_expect_str_eq(k->resource, "trainjobs.trainer.kubeflow.org");
-    cr_expect_str_eq(k8s_kind_find("PyTorchJob")->api_version, "kubeflow.org/v1");
-    cr_expect_null(k8s_kind_find("Pod"));
-    cr_expect_null(k8s_kind_find(NULL));
-    cr_expect_eq(k8s_kind_id_of("DaemonSet"), K8S_KIND_NONE);
+    cr_expect_str_eq(k8s_kind_find("kubeflow.org", "PyTorchJob")->api_version, "kubeflow.org/v1");
+    cr_expect_null(k8s_kind_find("", "Pod"));
+    cr_expect_null(k8s_kind_find(NULL, "Job"));
+    cr_expect_null(k8s_kind_find("batch", NULL));
+    cr_expect_null(k8s_kind_find("apps", "DaemonSet"));
+}
+
+/* Owner references name a kind by apiVersion: its group decides, so a
+ * kind of another group with the same name is not that row. */
+Test(k8s_kinds, rows_by_reference)
+{
+    cr_expect_eq(k8s_kind_of_ref("batch/v1", "Job"), &k8s_kinds[K8S_KIND_JOB]);
+    cr_expect_eq(k8s_kind_of_ref("batch/v2", "Job"), &k8s_kinds[K8S_KIND_JOB], "any version");
+    cr_expect_null(k8s_kind_of_ref("example.com/v1", "Job"));
+    cr_expect_null(k8s_kind_of_ref("v1", "Job"), "core group");
+    cr_expect_null(k8s_kind_of_ref(NULL, "Job"));
+    cr_expect_null(k8s_kind_of_ref("apps/v1", NULL));
+    cr_expect_eq(k8s_kind_of_ref("apps/v1", "ReplicaSet"), &k8s_kinds[K8S_KIND_REPLICASET]);
+}
+
+Test(k8s_kinds, rows_by_name_alone)
+{
+    int n = -1;
+    cr_expect_eq(k8s_kind_named("JobSet", K8S_KIND_WORKLOAD_REF, &n), &k8s_kinds[K8S_KIND_JOBSET]);
+    cr_expect_eq(n, 1);
+    cr_expect_eq(k8s_kind_named("Job", K8S_KIND_WORKLOAD_REF, &n), &k8s_kinds[K8S_KIND_VOLCANO_JOB],
+                 "batch's Job is no workloadRef kind");
+    cr_expect_eq(n, 1);
+    cr_expect_null(k8s_kind_named("Job", 0, &n), "two kinds are named Job");
+    cr_expect_eq(n, 2);
+    cr_expect_null(k8s_kind_named("Pod", 0, &n));
+    cr_expect_eq(n, 0);
+    cr_expect_null(k8s_kind_named("DaemonSet", 0, NULL));
+    cr_expect_null(k8s_kind_named(NULL, 0, &n));
+}
+
+Test(k8s_kinds, owners_are_rows)
+{
+    const struct k8s_kind *job = &k8s_kinds[K8S_KIND_JOB];
+    cr_expect(k8s_kind_owned_by(job, &k8s_kinds[K8S_KIND_JOBSET]));
+    cr_expect(k8s_kind_owned_by(job, &k8s_kinds[K8S_KIND_RAYJOB]));
+    cr_expect_not(k8s_kind_owned_by(job, &k8s_kinds[K8S_KIND_LWS]));
+    cr_expect_not(k8s_kind_owned_by(job, NULL));
+    cr_expect_not(k8s_kind_owned_by(NULL, job));
+    cr_expect_str_eq(k8s_kind_namespace.plural, "namespaces");
+    cr_expect_str_eq(k8s_kind_namespace.prefix, "/api/v1");
 }
 
 Test(k8s_kinds, pod_label_with_its_condition)
@@ -68,9 +111,15 @@ Test(k8s_kinds, names_lists)
 {
     char buf[200];
     cr_expect_str_eq(k8s_kinds_names(K8S_KIND_WORKLOAD_REF, buf, sizeof(buf)),
-                     "JobSet, LeaderWorkerSet, RayJob, TrainJob or PyTorchJob");
+                     "JobSet, LeaderWorkerSet, RayJob, TrainJob, PyTorchJob, "
+                     "Job (batch.volcano.sh) or MPIJob");
     cr_expect_str_eq(k8s_kinds_names(K8S_KIND_NS_LABEL | K8S_KIND_NAMES_BY_LABEL, buf, sizeof(buf)),
-                     "JobSet, LeaderWorkerSet, RayJob or PyTorchJob");
+                     "JobSet, LeaderWorkerSet, RayJob, PyTorchJob, Job (batch.volcano.sh) or "
+                     "MPIJob");
+    cr_expect_str_eq(k8s_kinds_names(K8S_KIND_NS_LABEL, buf, sizeof(buf)),
+                     "JobSet, LeaderWorkerSet, RayJob, TrainJob, PyTorchJob, "
+                     "Job (batch.volcano.sh), MPIJob, RayCluster or Job",
+                     "batch's Job plain");
     char small[8];
     cr_expect_str_eq(k8s_kinds_names(K8S_KIND_WORKLOAD_REF, small, sizeof(small)), "JobSet,");
 }
@@ -84,7 +133,8 @@ Test(k8s_kinds, json_has_every_row)
     cr_expect(json_is_true(json_object_get(tj, "workloadRef")));
     cr_expect(json_is_null(json_object_get(tj, "podLabel")) || !json_object_get(tj, "podLabel"));
     json_t *js = json_array_get(t, K8S_KIND_JOBSET);
-    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(js, "owners"), 0)),
-                     "TrainJob");
+    json_t *owner = json_array_get(json_object_get(js, "owners"), 0);
+    cr_expect_str_eq(json_string_value(json_object_get(owner, "kind")), "TrainJob");
+    cr_expect_str_eq(json_string_value(json_object_get(owner, "group")), "trainer.kubeflow.org");
     json_decref(t);
 }

@@ -92,6 +92,8 @@ Test(op_spec, valid_cases)
             cr_assert_str_eq(s.storage, json_string_value(v), "%s", name);
         if ((v = json_object_get(want, "ref")))
             cr_assert_str_eq(op_ref_kind_name(s.ref_kind), json_string_value(v), "%s", name);
+        if ((v = json_object_get(want, "refGroup")))
+            cr_assert_str_eq(s.ref_kind->group, json_string_value(v), "%s", name);
         if ((v = json_object_get(want, "refName")))
             cr_assert_str_eq(s.ref_name, json_string_value(v), "%s", name);
         if ((v = json_object_get(want, "pods"))) {

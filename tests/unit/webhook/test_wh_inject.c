@@ -105,6 +105,32 @@ Test(wh_inject, pytorchjob_every_replica_spec)
     done(&r);
 }
 
+/* Volcano's Job (batch.volcano.sh) owns its task pods: each task's template
+ * is found by its group's row, not batch's (whose template is elsewhere). */
+Test(wh_inject, volcano_job_every_task)
+{
+    struct result r = inject("volcano-job.json");
+    expect_identity(&r, "/spec/tasks/0/template", "Job", "vtrain", "Job/vtrain");
+    expect_identity(&r, "/spec/tasks/1/template", "Job", "vtrain", "Job/vtrain");
+    expect_line(&r, "Job team-a/vtrain tasks[0] (ps): inject: ");
+    expect_line(&r, "Job team-a/vtrain tasks[1] (worker): inject: ");
+    done(&r);
+    r = inject("batch-job.json");
+    expect_identity(&r, "/spec/template", "Job", "one", "Job/one");
+    done(&r);
+}
+
+/* The MPI operator owns its workers and its launcher's batch Job, whose
+ * name the document does not say: no parent is guessed. */
+Test(wh_inject, mpijob_launcher_and_worker)
+{
+    struct result r = inject("mpijob.json");
+    expect_identity(&r, "/spec/mpiReplicaSpecs/Launcher/template", "MPIJob", "pi-mpi", NULL);
+    expect_identity(&r, "/spec/mpiReplicaSpecs/Worker/template", "MPIJob", "pi-mpi", NULL);
+    expect_line(&r, "MPIJob team-a/pi-mpi mpiReplicaSpecs[Launcher]: inject: ");
+    done(&r);
+}
+
 /* A TrainJob's templates are its runtime's: nothing to rewrite, said so. */
 Test(wh_inject, trainjob_has_no_template)
 {

@@ -59,14 +59,18 @@ struct fake {
     int calls;
 };
 
-static int fake_get(void *ud, const char *kind, const char *ns, const char *name,
+/* Objects are keyed "Kind/ns/name", or "resource/ns/name" (jobs.batch.volcano.sh/...)
+ * where two kinds share a name: that key is tried first. */
+static int fake_get(void *ud, const struct k8s_kind *kind, const char *ns, const char *name,
                     int64_t deadline_ns, json_t **ret_meta, struct k8s_error *reterr)
 {
     struct fake *f = ud;
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s/%s", kind, ns, name);
+    char key[512], exact[512];
+    snprintf(key, sizeof(key), "%s/%s/%s", kind->kind, ns, name);
+    snprintf(exact, sizeof(exact), "%s/%s/%s", kind->resource, ns, name);
     f->calls++;
-    json_t *o = json_object_get(f->objects, key);
+    json_t *o = json_object_get(f->objects, exact);
+    o = o ? o : json_object_get(f->objects, key);
     if (!o)
         return k8s_error_set(reterr, -K8S_ENOTFOUND, "%s not found", key);
     const char *e = json_string_value(json_object_get(o, "$error"));

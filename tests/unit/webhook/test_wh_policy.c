@@ -165,10 +165,10 @@ Test(wh_policy, namespace_true_not_for_other_kinds)
         workload(&w, kinds[i], false, NULL);
         struct wh_decision d = decide(pod, &w, ns, NULL, warn);
         cr_expect_not(d.inject, "%s", kinds[i]);
-        char want[200];
+        char want[300];
         snprintf(want, sizeof(want),
                  "namespace team-a is labelled but %s is not a JobSet, LeaderWorkerSet, RayJob, "
-                 "TrainJob, PyTorchJob, RayCluster or Job",
+                 "TrainJob, PyTorchJob, Job (batch.volcano.sh), MPIJob, RayCluster or Job",
                  kinds[i]);
         cr_expect_str_eq(d.reason, want);
         json_decref(pod);

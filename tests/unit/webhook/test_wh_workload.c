@@ -37,15 +37,19 @@ static int err_code(const char *name)
     return -K8S_EIO;
 }
 
-static int fake_get(void *ud, const char *kind, const char *ns, const char *name,
+/* Objects are keyed "Kind/ns/name", or "resource/ns/name" (jobs.batch.volcano.sh/...)
+ * where two kinds share a name: that key is tried first. */
+static int fake_get(void *ud, const struct k8s_kind *kind, const char *ns, const char *name,
                     int64_t deadline_ns, json_t **ret_meta, struct k8s_error *reterr)
 {
     struct fake *f = ud;
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s/%s", kind, ns, name);
+    char key[512], exact[512];
+    snprintf(key, sizeof(key), "%s/%s/%s", kind->kind, ns, name);
+    snprintf(exact, sizeof(exact), "%s/%s/%s", kind->resource, ns, name);
     json_array_append_new(f->calls, json_string(key));
     f->last_deadline = deadline_ns;
-    json_t *o = json_object_get(f->objects, key);
+    json_t *o = json_object_get(f->objects, exact);
+    o = o ? o : json_object_get(f->objects, key);
     if (!o)
         return k8s_error_set(reterr, -K8S_ENOTFOUND, "%s not found", key);
     const char *e = json_string_value(json_object_get(o, "$error"));
@@ -396,6 +400,57 @@ Test(wh_workload, chain_job_owned_by_cronjob_stays_job)
     expect_label(&w, "cron", "nightly");
     const char *want[] = {"Job/team-a/nightly-123"};
     expect_calls(want, 1);
+    wh_workload_done(&w);
+}
+
+/* Kinds are (group, kind): a Volcano Job's pod is Volcano's, looked up as
+ * that row (the batch Job of the same name beside it is a decoy). */
+Test(wh_workload, chain_pod_volcano_job)
+{
+    struct wh_workload w;
+    resolve("volcano-job", &lk, &w);
+    expect_wl(&w, "Job", "vtrain", "Job/vtrain", true);
+    cr_expect_eq(w.row, &k8s_kinds[K8S_KIND_VOLCANO_JOB]);
+    expect_label(&w, "team", "volcano");
+    cr_expect_str_eq(w.created, "2024-04-01T10:00:00Z");
+    const char *want[] = {"Job/team-a/vtrain"};
+    expect_calls(want, 1);
+    wh_workload_done(&w);
+}
+
+/* A controller owner of another group named like a table kind is not it:
+ * never looked up, not a kind the namespace label covers. */
+Test(wh_workload, owner_of_another_group_is_not_the_tables)
+{
+    struct wh_workload w;
+    resolve("job-of-another-group", &lk, &w);
+    expect_wl(&w, "Job", "other", "Job/other", false);
+    cr_expect_null(w.row);
+    cr_expect_null(w.labels);
+    expect_calls(NULL, 0);
+    wh_workload_done(&w);
+}
+
+/* The MPI operator's launcher pod (its batch Job's) and worker (its own)
+ * both carry the MPIJob's labels; without them the launcher is found up
+ * its Job's owner. */
+Test(wh_workload, mpijob_launcher_and_worker)
+{
+    struct wh_workload w;
+    resolve("mpijob-launcher", &lk, &w);
+    expect_wl(&w, "MPIJob", "pi-mpi", "Job/pi-mpi-launcher", true);
+    cr_expect_eq(w.row, &k8s_kinds[K8S_KIND_MPIJOB]);
+    expect_label(&w, "team", "hpc");
+    wh_workload_done(&w);
+    resolve("mpijob-worker", &lk, &w);
+    expect_wl(&w, "MPIJob", "pi-mpi", "MPIJob/pi-mpi", true);
+    wh_workload_done(&w);
+    json_array_clear(fk.calls);
+    resolve("mpijob-launcher-nolabel", &lk, &w);
+    expect_wl(&w, "MPIJob", "pi-mpi", "Job/pi-mpi-launcher", true);
+    cr_expect_str_eq(w.created, "2024-04-02T11:00:00Z");
+    const char *want[] = {"Job/team-a/pi-mpi-launcher", "MPIJob/team-a/pi-mpi"};
+    expect_calls(want, 2);
     wh_workload_done(&w);
 }
 
