@@ -16,7 +16,8 @@ Regions (the file, what it holds):
   watches the workloadRef kinds);
 - the MLDiagnosticsConnection CRD's workloadRef.kind enum, in
   manifests/crd/ and in the operator chart (a test keeps the two equal);
-- the fake API server's ML_CRDS (the kinds a CRD serves);
+- the fake API server's ML_CRDS (the kinds a CRD serves) and the end-to-end
+  tier's RESOURCES (kubeapi.py);
 - the charts' descriptions, the README's lists of kinds.
 make manifests runs it, then renders manifests/install/ from the charts.
 """
@@ -85,6 +86,17 @@ def ml_crds(kinds):
     return out
 
 
+def e2e_resources(kinds):
+    """tests/e2e/kubeapi.py's RESOURCES entries: kind -> (apiVersion, plural,
+    namespaced); a shared name of another group is keyed "Kind.group"."""
+    out = []
+    for k in kinds:
+        shared = sum(1 for o in kinds if o["kind"] == k["kind"]) > 1
+        key = k["kind"] + "." + k["group"] if shared and not builtin(k) else k["kind"]
+        out.append('    "%s": ("%s", "%s", True),' % (key, k["apiVersion"], k["plural"]))
+    return out
+
+
 def kind_list(kinds, pred):
     """"A, B and C" (a name two rows share followed by its group)."""
     names = []
@@ -141,6 +153,7 @@ REGIONS = {
     "charts/mldiagnostics-connection-operator/templates/crd.yaml":
         [lambda kinds: crd_enum(kinds, 28)],
     "tests/fakes/fake_apiserver.py": [ml_crds],
+    "tests/e2e/kubeapi.py": [e2e_resources],
     "charts/mldiagnostics-injection-webhook/Chart.yaml": [webhook_description],
     "charts/mldiagnostics-connection-operator/Chart.yaml": [operator_description],
     "README.md": [readme_injected, readme_refs],

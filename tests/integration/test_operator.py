@@ -30,6 +30,8 @@ LWS = ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets")
 RAYJOBS = ("ray.io", "v1", "rayjobs")
 TRAINJOBS = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
+VOLCANO_JOBS = ("batch.volcano.sh", "v1alpha1", "jobs")
+MPIJOBS = ("kubeflow.org", "v2beta1", "mpijobs")
 NS = "ml"
 _ips = itertools.count(1)
 
@@ -428,6 +430,33 @@ class CaptureTest(OperatorTest):
             self.assertEqual(st["phase"], "Succeeded", (name, st))
             self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(expect))
         self.assertEqual(self.prof.requests_for(tf[0]), [])
+
+    def test_volcano_and_mpijob_workload_refs_by_group(self):
+        """workloadRef names a kind by its group: Volcano's Job (by apiVersion, or
+        by its name alone, the one workloadRef kind named Job) captures the pods
+        labelled volcano.sh/job-name, never a batch Job's; MPIJob captures its
+        launcher and workers (operator-name mpi-operator), never a PyTorchJob's."""
+        self.api.create(VOLCANO_JOBS, {"metadata": {"name": "vc"}, "spec": {"tasks": []}}, ns=NS)
+        vc = self.pods("vc-worker", 2, labels={"volcano.sh/job-name": "vc"})
+        batch = self.pods("vc-batch", 1, labels={"batch.kubernetes.io/job-name": "vc"})
+        self.api.create(MPIJOBS, {"metadata": {"name": "mpi"}, "spec": {}}, ns=NS)
+        mpi = {"training.kubeflow.org/job-name": "mpi",
+               "training.kubeflow.org/operator-name": "mpi-operator"}
+        mp = self.pods("mpi-launcher", 1, labels=mpi) + self.pods("mpi-worker", 2, labels=mpi)
+        pt = self.pods("mpi-pt", 1, labels=dict(mpi, **{
+            "training.kubeflow.org/operator-name": "pytorchjob-controller"}))
+        self.pods_cached()
+        for name, ref, expect in (
+                ("ref-vc", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                            "name": "vc"}, vc),
+                ("ref-vc-name", {"kind": "Job", "name": "vc"}, vc),
+                ("ref-mpi", {"kind": "MPIJob", "name": "mpi"}, mp)):
+            self.capture(name, podName=None, workloadRef=ref)
+            st = self.wait_phase(name)["status"]
+            self.assertEqual(st["phase"], "Succeeded", (name, st))
+            self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(expect))
+        self.assertEqual(self.prof.requests_for(batch[0]), [])
+        self.assertEqual(self.prof.requests_for(pt[0]), [])
 
     def test_one_capture_per_pod_at_a_time(self):
         pods = self.pods("shared", 2)

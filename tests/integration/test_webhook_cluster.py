@@ -32,6 +32,8 @@ RAYJOBS = ("ray.io", "v1", "rayjobs")
 RAYCLUSTERS = ("ray.io", "v1", "rayclusters")
 TRAINJOBS = ("trainer.kubeflow.org", "v1alpha1", "trainjobs")
 PYTORCHJOBS = ("kubeflow.org", "v1", "pytorchjobs")
+MPIJOBS = ("kubeflow.org", "v2beta1", "mpijobs")
+VOLCANO_JOBS = ("batch.volcano.sh", "v1alpha1", "jobs")
 JOBS = ("batch", "v1", "jobs")
 DEPLOYMENTS = ("apps", "v1", "deployments")
 # The longest a dropped watch of the webhook takes to return, from the product's timers
@@ -258,6 +260,45 @@ class OwnerChainTest(Cluster):
             ident, meta = self.identity(out)
             self.assertEqual((ident["metadata.kind"], ident["metadata.name"]), ("PyTorchJob", "pt"))
             self.assertEqual(meta["parent-workload"], "PyTorchJob/pt")
+
+    def test_volcano_job_is_not_batchs_job(self):
+        """Kinds are (group, kind): a Volcano Job's pods (owned by
+        batch.volcano.sh/v1alpha1 Job "train") take the Volcano Job's identity,
+        though a batch/v1 Job "train" that opts out sits beside it."""
+        ns = self.namespace("vc-ns", labels={LABEL: "true"})
+        vj = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+              "metadata": {"name": "train", "labels": {"team": "vc"}},
+              "spec": {"schedulerName": "volcano", "queue": "default", "tasks": [
+                  {"name": "ps", "replicas": 1, "template": template()},
+                  {"name": "worker", "replicas": 2, "template": template()}]}}
+        created = self.create(VOLCANO_JOBS, ns, vj)
+        self.create(JOBS, ns, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": "train", "labels": {LABEL: "false"}}, "spec": {"template": template()}})
+        for pod in controllers.volcano_job_pods(vj, ns, created["metadata"]["uid"]):
+            out, _ = self.until(lambda p=pod: self.injected(p, ns))
+            ident, meta = self.identity(out)
+            self.assertEqual((ident["metadata.kind"], ident["metadata.name"]), ("Job", "train"))
+            self.assertEqual(meta["creation-timestamp"], created["metadata"]["creationTimestamp"])
+            self.assertEqual(meta["associated-labels"], "team=vc")
+
+    def test_mpijob_launcher_and_workers(self):
+        """MPIJob v2beta1 opted in by its own label: the launcher (a pod of the
+        MPIJob's batch Job) and the workers (its own) name the MPIJob."""
+        ns = self.namespace("mpi-ns")
+        mj = {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob",
+              "metadata": {"name": "pi", "labels": {LABEL: "true"}},
+              "spec": {"mpiReplicaSpecs": {"Launcher": {"replicas": 1, "template": template()},
+                                           "Worker": {"replicas": 2, "template": template()}}}}
+        created = self.create(MPIJOBS, ns, mj)
+        launcher, pods = controllers.mpijob_pods(mj, ns, created["metadata"]["uid"])
+        self.create(JOBS, ns, launcher)
+        parents = []
+        for pod in pods:
+            out, _ = self.until(lambda p=pod: self.injected(p, ns))
+            ident, meta = self.identity(out)
+            self.assertEqual((ident["metadata.kind"], ident["metadata.name"]), ("MPIJob", "pi"))
+            parents.append(meta["parent-workload"])
+        self.assertEqual(parents, ["Job/pi-launcher", "MPIJob/pi", "MPIJob/pi"])
 
     def test_lws_leader_and_worker(self):
         ns = self.namespace("lws-ns")

@@ -14,7 +14,9 @@ kubernetes-sigs/lws pkg/controllers/{leaderworkerset,pod}_controller.go,
 ray-project/kuberay ray-operator/controllers/ray/{raycluster,rayjob}_controller.go,
 kubeflow/trainer pkg/runtime/framework/plugins/jobset/jobset.go (Build),
 kubeflow/training-operator pkg/controller.v1/common/{pod,job_controller}.go
-(createNewPod, GenLabels).
+(createNewPod, GenLabels), volcano-sh/volcano pkg/controllers/job/
+job_controller_util.go (createJobPod), kubeflow/mpi-operator
+pkg/controller/mpi_job_controller.go (newWorker, newLauncherJob).
 """
 import copy
 import hashlib
@@ -180,6 +182,64 @@ def pytorchjob_pods(pj, ns):
                              labels=labels, owner=_owner("kubeflow.org/v1", "PyTorchJob", name,
                                                          "pytorchjob/" + ns + "/" + name)))
     return pods
+
+
+def volcano_job_pods(job, ns, uid):
+    """Pods of a Volcano Job (batch.volcano.sh/v1alpha1): createJobPod names
+    them <job>-<task>-<index> (no generateName), keeps the task template's
+    labels and annotations and adds its own, takes the Job's schedulerName,
+    and owns them directly. uid: the Job's (its PodGroup's name holds it)."""
+    name = job["metadata"]["name"]
+    pods = []
+    for task in job["spec"]["tasks"]:
+        for i in range(task.get("replicas", 1)):
+            labels = {"volcano.sh/task-index": str(i), "volcano.sh/job-name": name,
+                      "volcano.sh/task-spec": task["name"], "volcano.sh/job-namespace": ns,
+                      "volcano.sh/queue-name": job["spec"].get("queue", "default")}
+            annotations = {"volcano.sh/task-index": str(i), "volcano.sh/task-spec": task["name"],
+                           "scheduling.k8s.io/group-name": "%s-%s" % (name, uid),
+                           "volcano.sh/job-name": name,
+                           "volcano.sh/queue-name": job["spec"].get("queue", "default"),
+                           "volcano.sh/job-version": "0",
+                           "volcano.sh/template-uid": "%s-%s" % (name, task["name"]),
+                           "volcano.sh/job-retry-count": "0"}
+            owner = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": name,
+                     "uid": uid, "controller": True, "blockOwnerDeletion": True}
+            pod = _pod(task["template"], ns, name="%s-%s-%d" % (name, task["name"], i),
+                       labels=labels, annotations=annotations, owner=owner)
+            pod["spec"]["schedulerName"] = job["spec"].get("schedulerName", "volcano")
+            pods.append(pod)
+    return pods
+
+
+def mpijob_pods(mj, ns, uid):
+    """Pods of a Kubeflow MPIJob (kubeflow.org/v2beta1): workers named
+    <job>-worker-<i>, owned by the MPIJob; the launcher a pod of the batch
+    Job <job>-launcher it owns (generateName, the Job's labels). Both carry
+    operator-name mpi-operator, job-name and job-role; workers replica-index.
+    Returns (launcher Job, pods)."""
+    name = mj["metadata"]["name"]
+    specs = mj["spec"]["mpiReplicaSpecs"]
+    base = {"training.kubeflow.org/operator-name": "mpi-operator",
+            "training.kubeflow.org/job-name": name}
+    launcher = {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": name + "-launcher", "labels": {"app": name},
+                             "ownerReferences": [dict(_owner("kubeflow.org/v2beta1", "MPIJob",
+                                                             name, "x"), uid=uid)]},
+                "spec": {"template": copy.deepcopy(specs["Launcher"]["template"])}}
+    tmpl = launcher["spec"]["template"]
+    tmpl.setdefault("metadata", {}).setdefault("labels", {}).update(
+        dict(base, **{"training.kubeflow.org/job-role": "launcher"}))
+    pods = job_pods(launcher, ns)
+    for i in range(specs["Worker"].get("replicas", 1)):
+        labels = dict(base, **{"training.kubeflow.org/job-role": "worker",
+                               "training.kubeflow.org/replica-index": str(i)})
+        pod = _pod(specs["Worker"]["template"], ns, name="%s-worker-%d" % (name, i),
+                   labels=labels, owner=dict(_owner("kubeflow.org/v2beta1", "MPIJob", name, "x"),
+                                             uid=uid))
+        pod["spec"].update(hostname="%s-worker-%d" % (name, i), subdomain=name)
+        pods.append(pod)
+    return launcher, pods
 
 
 def lws_pods(lws, ns, group=0):

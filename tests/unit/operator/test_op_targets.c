@@ -23,7 +23,8 @@ static void setup(void)
 {
     json_t *cache = ts_load_json("unit/op_targets/cache.json");
     st = (struct op_stores){.pods = store_of(cache, "pods")};
-    for (int k = 0; k < K8S_KIND_REF_COUNT; k++) /* the cached kinds, by their plural */
+    /* the cached kinds, by their plural (unique among workloadRef kinds) */
+    for (int k = 0; k < K8S_KIND_REF_COUNT; k++)
         st.kinds[k] = store_of(cache, k8s_kinds[k].plural);
     json_decref(cache);
 }
@@ -155,5 +156,28 @@ Test(op_targets, trainjob_and_pytorchjob)
     cr_assert_str_eq(t.why, "TrainJob ml/tj-9 not found");
     cr_assert_str_eq(t.absent[0],
                      "/apis/trainer.kubeflow.org/v1alpha1/namespaces/ml/trainjobs/tj-9");
+    op_targets_done(&t);
+}
+
+/* Volcano's Job selects the pods labelled with its name (not batch's Job
+ * pods of the same name); MPIJob its launcher and workers (not a
+ * PyTorchJob's pods with the same job-name label). */
+Test(op_targets, volcano_job_and_mpijob)
+{
+    struct op_targets t = resolve_ref(K8S_KIND_VOLCANO_JOB, "vc-1");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 2, "not batch's pod");
+    cr_assert_str_eq(t.v[0].pod, "vc-1-ps-0");
+    cr_assert_str_eq(t.v[1].pod, "vc-1-worker-0");
+    op_targets_done(&t);
+    t = resolve_ref(K8S_KIND_MPIJOB, "pi-1");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 2, "not the PyTorchJob's pod");
+    cr_assert_str_eq(t.v[0].pod, "pi-1-launcher-x9z8q");
+    cr_assert_str_eq(t.v[1].pod, "pi-1-worker-0");
+    op_targets_done(&t);
+    t = resolve_ref(K8S_KIND_VOLCANO_JOB, "vc-9");
+    cr_assert_eq(t.state, OP_TARGETS_FAIL);
+    cr_assert_str_eq(t.absent[0], "/apis/batch.volcano.sh/v1alpha1/namespaces/ml/jobs/vc-9");
     op_targets_done(&t);
 }
