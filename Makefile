@@ -17,7 +17,7 @@
 #               operator's capture across 1,536 profilers with 10,000 pods cached;
 #               500 pod creates through the real kube-apiserver per webhook
 #   make fuzz   libFuzzer targets (clang), seeded from fixtures
-#   make manifests  write what repeats the kind table (libk8s/k8s_kinds.c:
+#   make manifests  write what repeats the kind table (libk8s/ml/k8s_kinds.c:
 #               the charts' RBAC rules and descriptions, the CRD's workloadRef
 #               kinds, the fake API server's CRDs, the README's lists; see
 #               scripts/kinds.py), then re-render manifests/install/ from the

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write what repeats the kind table (libk8s/k8s_kinds.c) from the table
+"""Write what repeats the kind table (libk8s/ml/k8s_kinds.c) from the table
 itself, so that a kind is one row there and nothing else is kept by hand.
 
     scripts/kinds.py KINDS_JSON [--check]

@@ -39,7 +39,7 @@ RESOURCES = {
     "Lease": ("coordination.k8s.io/v1", "leases", True),
     "ClusterTrainingRuntime": ("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes", False),
     # The workload kinds; a name two kinds share is "Kind.group" but for Kubernetes' own.
-    # kinds: generated from libk8s/k8s_kinds.c (make manifests)
+    # kinds: generated from libk8s/ml/k8s_kinds.c (make manifests)
     "JobSet": ("jobset.x-k8s.io/v1alpha2", "jobsets", True),
     "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1", "leaderworkersets", True),
     "RayJob": ("ray.io/v1", "rayjobs", True),

@@ -4,7 +4,7 @@ binaries against the fake stay meaningful (DESIGN §7, issue 10 item 4).
 
 Every test sends the same sequence of raw HTTP requests to both servers, in a
 namespace of the same name on each, and compares what our clients
-(libk8s/k8s_client.c, k8s_watch.c, webhook/wh_cache.c, operator/op_*.c) and
+(libk8s/kube/k8s_client.c, k8s_watch.c, webhook/wh_cache.c, operator/op_*.c) and
 the integration tests rely on: the HTTP status, the media type, the body's
 top-level keys, kind and apiVersion, metadata keys, Status reason, code,
 details and (where clients or tests read it) message, list metadata
@@ -44,7 +44,7 @@ from e2e import ROOT, E2ETest
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 from fake_apiserver import FakeApiServer  # noqa: E402
 
-# The C client's media types (libk8s/k8s_client.h).
+# The C client's media types (libk8s/kube/k8s_client.h).
 JSON = "application/json"
 META = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 META_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"

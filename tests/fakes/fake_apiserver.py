@@ -325,7 +325,7 @@ BUILTIN_RESOURCES = (
 )
 
 ML_CRDS = (
-    # kinds: generated from libk8s/k8s_kinds.c (make manifests)
+    # kinds: generated from libk8s/ml/k8s_kinds.c (make manifests)
     Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", status=True),
     Resource("leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet", status=True),
     Resource("ray.io", "v1", "rayjobs", "RayJob", status=True),

@@ -44,7 +44,7 @@ SELFTEST_NS = "default"  # the webhook chart's selftest.namespace
 
 
 def kind_table():
-    """The workload kinds of libk8s/k8s_kinds.c, printed by tests/tools/kinds_json.c."""
+    """The workload kinds of libk8s/ml/k8s_kinds.c, printed by tests/tools/kinds_json.c."""
     out = subprocess.run([os.path.join(BIN_DIR, "..", "tests", "kinds_json")], check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out)

@@ -21,7 +21,7 @@ from harness import BIN_DIR  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 BINARIES = {"webhook": "mldiagnostics-webhook", "operator": "mldiagnostics-operator"}
-DLOPENED = ["libcurl.so.4", "libcrypto.so.3"]  # libk8s/k8s_curl.c, libk8s/k8s_certmint.c
+DLOPENED = ["libcurl.so.4", "libcrypto.so.3"]  # libk8s/kube/k8s_curl.c, libk8s/kube/k8s_certmint.c
 
 
 def parse_dockerfile(path):

@@ -1,4 +1,4 @@
-"""Flags are declared once (libk8s/k8s_flags.h): for every command of both
+"""Flags are declared once (libk8s/base/k8s_flags.h): for every command of both
 binaries, the help text lists each flag with the default the program really
 starts with, and the --dry-run JSON of the servers has one member per flag,
 holding the value the help called the default."""

@@ -37,7 +37,7 @@ VOLCANO_JOBS = ("batch.volcano.sh", "v1alpha1", "jobs")
 JOBS = ("batch", "v1", "jobs")
 DEPLOYMENTS = ("apps", "v1", "deployments")
 # The longest a dropped watch of the webhook takes to return, from the product's timers
-# (libk8s/k8s_watch.h): one backoff at its cap (30 s) and one list request (60 s timeout).
+# (libk8s/kube/k8s_watch.h): one backoff at its cap (30 s) and one list request (60 s timeout).
 WATCH_RETURN_S = 30 + 60
 
 
@@ -365,7 +365,7 @@ class OwnerChainTest(Cluster):
         self.assertEqual((attrs["team"], attrs["tier"], attrs["stage"]), ("ns", "workload", "pod"))
         self.assertEqual(env["OTEL_SERVICE_NAME"]["value"], "rl-trainer")
         # the SDK's run id (DESIGN §3.5; its formula is checked against the SDK's own
-        # vectors in tests/unit/libk8s/test_k8s_mlrun.c): sha256 of
+        # vectors in tests/unit/libk8s/ml/test_k8s_mlrun.c): sha256 of
         # <cluster short>_<namespace>_<Kind>_<name>_<%Y%m%d-%H%M%S UTC>
         created = self.identity(out)[1]["creation-timestamp"]
         stamp = time.strftime("%Y%m%d-%H%M%S", time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))

@@ -1,4 +1,4 @@
-/* kinds_json — print the kind table (libk8s/k8s_kinds.h) as JSON, for the
+/* kinds_json — print the kind table (libk8s/ml/k8s_kinds.h) as JSON, for the
  * tests that check what is written outside C against it (the charts' RBAC,
  * the CRD's workloadRef enum: tests/integration/test_charts.py). */
 #include <stdio.h>

@@ -23,7 +23,7 @@
 
 /* The workloadRef kinds (K8S_KIND_WORKLOAD_REF) come first, so that what
  * holds one thing per workloadRef kind is sized K8S_KIND_REF_COUNT
- * (tests/unit/libk8s/test_k8s_kinds.c checks the order). */
+ * (tests/unit/libk8s/ml/test_k8s_kinds.c checks the order). */
 enum k8s_kind_id {
     K8S_KIND_NONE = -1,
     K8S_KIND_JOBSET,
