@@ -19,32 +19,20 @@
 #include "k8s_time.h"
 #include "op_h2.h"
 #include "op_proto.h"
+#include "op_rpcend.h"
 
-#define MAX_REPLY      (4 << 20)
-#define CONNECT_MS     5000
-#define MARGIN_MS      5000 /* our own timeout: the server's deadline plus this */
-#define RETRY_FIRST_MS 1000
-#define POLL_MS        1000
-#define HOLD_MAX_MS    500   /* longest a batch's bodies wait for its slowest connection */
-#define READ_CHUNK     16384 /* the relay's one receive buffer: a read goes to op_h2 at once */
-#define KEEPIDLE_S     60    /* captures can last an hour */
-#define KEEPINTVL_S    30
-#define RPC_PATH       "/tensorflow.ProfilerService/Profile"
-#define USER_AGENT     "mldiagnostics-operator/" MLD_VERSION
+#define MAX_REPLY   (4 << 20)
+#define CONNECT_MS  5000
+#define MARGIN_MS   5000 /* our own timeout: the server's deadline plus this */
+#define POLL_MS     1000
+#define HOLD_MAX_MS 500   /* longest a batch's bodies wait for its slowest connection */
+#define READ_CHUNK  16384 /* the relay's one receive buffer: a read goes to op_h2 at once */
+#define KEEPIDLE_S  60    /* captures can last an hour */
+#define KEEPINTVL_S 30
+#define RPC_PATH    "/tensorflow.ProfilerService/Profile"
+#define USER_AGENT  "mldiagnostics-operator/" MLD_VERSION
 
 struct batch;
-
-/* Why an attempt ended on our side of the protocol. */
-enum failure {
-    F_NONE,
-    F_ADDRESS,
-    F_CONNECT,
-    F_CONNECT_TIMEOUT,
-    F_TIMEOUT,
-    F_CLOSED,
-    F_TOO_BIG,
-    F_NOMEM
-};
 
 struct host {
     struct batch *b;
@@ -63,11 +51,11 @@ struct host {
     char timeout[16];   /* grpc-timeout of this attempt */
     int grpc_status;    /* -1 until a grpc-status field */
     char grpc_message[256];
-    enum failure failure;
-    int err;            /* errno of F_CONNECT / F_CLOSED */
+    enum op_rpc_failure failure;
+    int err;            /* errno of OP_RPC_CONNECT / OP_RPC_CLOSED */
     int64_t retry_at;   /* monotonic ns; 0 when not waiting to retry */
-    int64_t connect_by; /* monotonic ns: F_CONNECT_TIMEOUT after it */
-    int64_t give_up;    /* monotonic ns: F_TIMEOUT after it */
+    int64_t connect_by; /* monotonic ns: OP_RPC_CONNECT_TIMEOUT after it */
+    int64_t give_up;    /* monotonic ns: OP_RPC_TIMEOUT after it */
     int64_t attempt_ns; /* unix ns the current attempt started */
     int64_t body_ns;    /* unix ns the socket took the whole message; 0: not yet */
     bool connected;
@@ -136,7 +124,7 @@ static bool on_data(void *ud, const uint8_t *p, size_t n)
     struct host *h = ud;
     int r = k8s_buf_append(&h->reply, p, n);
     if (r < 0)
-        h->failure = r == -K8S_ETOOBIG ? F_TOO_BIG : F_NOMEM;
+        h->failure = r == -K8S_ETOOBIG ? OP_RPC_TOO_BIG : OP_RPC_NOMEM;
     return r == 0;
 }
 
@@ -176,7 +164,7 @@ static void flush(struct op_relay *r, struct host *h)
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (w < 0) {
-            h->failure = F_CLOSED;
+            h->failure = OP_RPC_CLOSED;
             h->err = errno;
             return;
         }
@@ -200,7 +188,7 @@ static void read_all(struct op_relay *r, struct host *h)
         if (n < 0 && errno == EINTR)
             continue;
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
-            h->failure = F_CLOSED;
+            h->failure = OP_RPC_CLOSED;
             h->err = n == 0 ? 0 : errno;
         }
         return;
@@ -223,7 +211,7 @@ static void tune(int fd)
 static bool open_conn(struct op_relay *r, struct host *h)
 {
     if (!h->addrlen) {
-        h->failure = F_ADDRESS;
+        h->failure = OP_RPC_ADDRESS;
         return false;
     }
     h->fd = socket(h->addr.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -231,7 +219,7 @@ static bool open_conn(struct op_relay *r, struct host *h)
     h->events = EPOLLOUT;
     if (h->fd < 0 || epoll_ctl(r->ep, EPOLL_CTL_ADD, h->fd, &ev) < 0 ||
         (connect(h->fd, &h->addr.sa, h->addrlen) < 0 && errno != EINPROGRESS)) {
-        h->failure = F_CONNECT;
+        h->failure = OP_RPC_CONNECT;
         h->err = errno;
         close_conn(r, h);
         return false;
@@ -270,7 +258,7 @@ static void connected(struct op_relay *r, struct host *h)
     h->connected = true;
     if (op_h2_start(&h->h2, fields, sizeof(fields) / sizeof(fields[0]), MAX_REPLY, &h2_callbacks,
                     h) < 0) {
-        h->failure = F_NOMEM;
+        h->failure = OP_RPC_NOMEM;
         return;
     }
     if (h->b->fired) {
@@ -292,7 +280,7 @@ static bool start_attempt(struct op_relay *r, struct host *h, int64_t now)
     op_grpc_timeout(remaining_ms, h->timeout);
     h->grpc_status = -1;
     h->grpc_message[0] = '\0';
-    h->failure = F_NONE;
+    h->failure = OP_RPC_NONE;
     h->err = 0;
     h->retry_at = 0;
     h->body_ns = 0;
@@ -363,137 +351,19 @@ static int setup_host(struct host *h, const struct op_batch_spec *s, size_t i)
 
 /* ---------- outcomes ---------- */
 
-static int http_to_grpc(long status)
-{
-    switch (status) {
-    case 400:
-        return OP_GRPC_INTERNAL;
-    case 401:
-        return OP_GRPC_UNAUTHENTICATED;
-    case 403:
-        return OP_GRPC_PERMISSION_DENIED;
-    case 404:
-        return OP_GRPC_UNIMPLEMENTED;
-    case 429:
-    case 502:
-    case 503:
-    case 504:
-        return OP_GRPC_UNAVAILABLE;
-    default:
-        return OP_GRPC_UNKNOWN;
-    }
-}
-
-/* gRPC's HTTP/2 transport mapping of RST_STREAM codes. */
-static int reset_to_grpc(uint32_t code)
-{
-    switch (code) {
-    case OP_H2_REFUSED_STREAM:
-        return OP_GRPC_UNAVAILABLE; /* never processed: safe to retry */
-    case OP_H2_CANCEL:
-        return OP_GRPC_CANCELLED;
-    case OP_H2_ENHANCE_YOUR_CALM:
-        return OP_GRPC_RESOURCE_EXHAUSTED;
-    case OP_H2_INADEQUATE_SECURITY:
-        return OP_GRPC_PERMISSION_DENIED;
-    default:
-        return OP_GRPC_INTERNAL;
-    }
-}
-
-/* The stream's end as the server's HTTP/2 said it; true when retryable. */
-static bool protocol_end(const struct host *h, struct op_host_result *res)
-{
-    const struct op_h2 *c = &h->h2;
-    if (c->state == OP_H2_RESET) {
-        res->code = reset_to_grpc(c->reset_code);
-        snprintf(res->message, sizeof(res->message), "stream reset by the profiler (%s)",
-                 op_h2_error_name(c->reset_code));
-    } else if (c->state == OP_H2_REFUSED) {
-        res->code = OP_GRPC_UNAVAILABLE;
-        snprintf(res->message, sizeof(res->message),
-                 "the profiler closed the connection before taking the request (GOAWAY %s)",
-                 op_h2_error_name(c->reset_code));
-    } else {
-        res->code = OP_GRPC_UNAVAILABLE;
-        snprintf(res->message, sizeof(res->message), "HTTP/2: %s",
-                 c->state == OP_H2_FAILED ? c->why : "the stream did not end");
-    }
-    return res->code == OP_GRPC_UNAVAILABLE;
-}
-
-/* An attempt that ended before a gRPC status: true when retryable. */
-static bool transport_end(const struct host *h, struct op_host_result *res)
-{
-    enum failure f = h->failure == F_TIMEOUT && !h->connected ? F_CONNECT_TIMEOUT : h->failure;
-    char *m = res->message;
-    size_t cap = sizeof(res->message);
-    bool retry = true;
-    res->code = OP_GRPC_UNAVAILABLE;
-    switch (f) {
-    case F_NONE:
-        return protocol_end(h, res);
-    case F_ADDRESS:
-        snprintf(m, cap, "cannot connect to %s: not an IP address", h->authority);
-        return false;
-    case F_CONNECT:
-        snprintf(m, cap, "cannot connect to %s: %s", h->authority, strerror(h->err));
-        break;
-    case F_CONNECT_TIMEOUT:
-        snprintf(m, cap, "connection to %s timed out", h->authority);
-        break;
-    case F_CLOSED:
-        snprintf(m, cap, "connection to %s closed by the profiler%s%s", h->authority,
-                 h->err ? ": " : "", h->err ? strerror(h->err) : "");
-        break;
-    case F_TIMEOUT:
-        res->code = OP_GRPC_DEADLINE_EXCEEDED;
-        snprintf(m, cap, "no reply before the deadline");
-        retry = false;
-        break;
-    case F_TOO_BIG:
-    case F_NOMEM:
-        res->code = OP_GRPC_INTERNAL;
-        snprintf(m, cap, "%s", f == F_TOO_BIG ? "reply larger than 4 MiB" : "out of memory");
-        retry = false;
-        break;
-    }
-    return retry;
-}
-
 /* The gRPC outcome of a finished attempt into res; true when retryable. */
-static bool classify(struct host *h, struct op_host_result *res)
+static bool classify(const struct host *h, struct op_host_result *res)
 {
-    res->empty_trace = false;
-    if (h->grpc_status < 0 && (h->failure || h->h2.state != OP_H2_DONE))
-        return transport_end(h, res);
-    if (h->grpc_status < 0 && h->h2.status != 200) {
-        res->code = http_to_grpc(h->h2.status);
-        snprintf(res->message, sizeof(res->message), "HTTP status %d from the profiler",
-                 h->h2.status);
-        return res->code == OP_GRPC_UNAVAILABLE;
-    }
-    if (h->grpc_status < 0) {
-        res->code = OP_GRPC_INTERNAL;
-        snprintf(res->message, sizeof(res->message), "reply without grpc-status");
-        return false;
-    }
-    res->code = h->grpc_status;
-    snprintf(res->message, sizeof(res->message), "%s", h->grpc_message);
-    if (res->code != OP_GRPC_OK)
-        return res->code == OP_GRPC_UNAVAILABLE;
-    const uint8_t *msg;
-    size_t len;
-    struct op_profile_response pr;
-    struct k8s_error err;
-    if (op_grpc_unframe(h->reply.data, h->reply.len, &msg, &len, &err) < 0 ||
-        op_proto_decode_response(msg, len, &pr, &err) < 0) {
-        res->code = OP_GRPC_INTERNAL;
-        snprintf(res->message, sizeof(res->message), "malformed reply: %s", err.message);
-        return false;
-    }
-    res->empty_trace = pr.empty_trace;
-    return false;
+    struct op_rpc_end e = {.failure = h->failure,
+                           .err = h->err,
+                           .connected = h->connected,
+                           .authority = h->authority,
+                           .grpc_status = h->grpc_status,
+                           .grpc_message = h->grpc_message,
+                           .h2 = &h->h2,
+                           .reply = (const uint8_t *)h->reply.data,
+                           .reply_len = h->reply.len};
+    return op_rpc_classify(&e, res);
 }
 
 static void free_batch(struct batch *b)
@@ -557,8 +427,7 @@ static bool completed(struct op_relay *r, struct host *h, int64_t now)
     res->wire_ns = h->body_ns;
     bool retry = classify(h, res);
     close_conn(r, h); /* one RPC per connection */
-    int shift = res->attempts - 1 < 12 ? res->attempts - 1 : 12;
-    int64_t backoff = (int64_t)RETRY_FIRST_MS * K8S_NSEC_PER_MSEC << shift;
+    int64_t backoff = op_rpc_backoff_ns(res->attempts);
     if (retry && res->attempts <= h->b->max_retries && now + backoff < h->b->deadline_mono) {
         h->retry_at = now + backoff;
         return false;
@@ -652,9 +521,9 @@ static bool host_timers(struct op_relay *r, struct host *h, int64_t now, int64_t
         if ((h->failure || h->h2.state != OP_H2_OPEN) && h->connected)
             return completed(r, h, now);
         if (!h->connected && now >= h->connect_by)
-            h->failure = F_CONNECT_TIMEOUT;
+            h->failure = OP_RPC_CONNECT_TIMEOUT;
         else if (now >= h->give_up)
-            h->failure = F_TIMEOUT;
+            h->failure = OP_RPC_TIMEOUT;
         if (h->failure)
             return completed(r, h, now);
         due = h->connected || h->give_up < h->connect_by ? h->give_up : h->connect_by;
@@ -698,7 +567,7 @@ static void on_event(struct op_relay *r, struct host *h, uint32_t events)
         if (getsockopt(h->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
             err = errno;
         if (err) {
-            h->failure = F_CONNECT;
+            h->failure = OP_RPC_CONNECT;
             h->err = err;
         } else if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
             connected(r, h);
