@@ -95,6 +95,11 @@ class ChartRBAC(E2ETest):
              {"leaderworkerset.sigs.k8s.io/size": "1"}),
             ({"training.kubeflow.org/job-name": "ghost-pt",
               "training.kubeflow.org/operator-name": "pytorchjob-controller"}, []),
+            ({"training.kubeflow.org/job-name": "ghost-mpi",
+              "training.kubeflow.org/operator-name": "mpi-operator"}, []),
+            ({"volcano.sh/job-name": "ghost-vc"},
+             [{"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "ghost-vc",
+               "uid": "00000000-0000-0000-0000-000000000005", "controller": True}]),
             ({"ray.io/cluster": "ghost-rc"},
              [{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "ghost-rc",
                "uid": "00000000-0000-0000-0000-000000000004", "controller": True}]),
@@ -139,7 +144,9 @@ class ChartRBAC(E2ETest):
         ns = self.namespace("rbac-op")
         triggers = [{"podName": "no-such-pod"}] + [
             {"workloadRef": {"kind": k, "name": "no-such-" + k.lower()}}
-            for k in ("JobSet", "LeaderWorkerSet", "RayJob", "TrainJob", "PyTorchJob")]
+            for k in ("JobSet", "LeaderWorkerSet", "RayJob", "TrainJob", "PyTorchJob", "MPIJob")
+        ] + [{"workloadRef": {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+                              "name": "no-such-vcjob"}}]
         for i, t in enumerate(triggers):
             self.api.create({"apiVersion": "diagon.gke.io/v1alpha1",
                              "kind": "MLDiagnosticsConnection", "metadata": {"name": "m%d" % i},

@@ -19,6 +19,7 @@ import yaml
 import kubeapi
 from procs import Proc, free_port, make_ca, make_leaf, wait_until
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 def read_modules(bin_dirs):
     """{module path: module cache folder} from build.sh's modules.txt files."""
@@ -91,6 +92,10 @@ class WorkloadControllers:
                                       "trainer.kubeflow.org_%s.yaml" % n))
         to = self.mods["github.com/kubeflow/training-operator"]
         files.append(os.path.join(to, "manifests/base/crds/kubeflow.org_pytorchjobs.yaml"))
+        # the kind table's MPIJob (no controller here) and Volcano Job (a stand-in CRD)
+        mpi = self.mods["github.com/kubeflow/mpi-operator"]
+        files.append(os.path.join(mpi, "manifests/base/kubeflow.org_mpijobs.yaml"))
+        files.append(os.path.join(HERE, "crds", "batch.volcano.sh_jobs.yaml"))
         docs = [d for f in files for d in yaml_docs(f)]
         docs += cert_manager_crds(self.mods["github.com/cert-manager/cert-manager"])
         return docs
