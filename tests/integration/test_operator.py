@@ -423,13 +423,17 @@ class CaptureTest(OperatorTest):
         tf = self.pods("pt-tf", 1, labels=dict(kf, **{
             "training.kubeflow.org/operator-name": "tfjob-controller"}))
         self.pods_cached()
-        for name, kind, wl, expect in (("ref-tj", "TrainJob", "tj", tj),
-                                       ("ref-pt", "PyTorchJob", "pt", pt)):
-            self.capture(name, podName=None, workloadRef={"kind": kind, "name": wl})
+        self.captures_of_refs((("ref-tj", {"kind": "TrainJob", "name": "tj"}, tj),
+                               ("ref-pt", {"kind": "PyTorchJob", "name": "pt"}, pt)))
+        self.assertEqual(self.prof.requests_for(tf[0]), [])
+
+    def captures_of_refs(self, cases):
+        """Each (name, workloadRef, pods): the capture succeeds on exactly those pods."""
+        for name, ref, expect in cases:
+            self.capture(name, podName=None, workloadRef=ref)
             st = self.wait_phase(name)["status"]
             self.assertEqual(st["phase"], "Succeeded", (name, st))
             self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(expect))
-        self.assertEqual(self.prof.requests_for(tf[0]), [])
 
     def test_volcano_and_mpijob_workload_refs_by_group(self):
         """workloadRef names a kind by its group: Volcano's Job (by apiVersion, or
@@ -446,15 +450,11 @@ class CaptureTest(OperatorTest):
         pt = self.pods("mpi-pt", 1, labels=dict(mpi, **{
             "training.kubeflow.org/operator-name": "pytorchjob-controller"}))
         self.pods_cached()
-        for name, ref, expect in (
-                ("ref-vc", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
-                            "name": "vc"}, vc),
-                ("ref-vc-name", {"kind": "Job", "name": "vc"}, vc),
-                ("ref-mpi", {"kind": "MPIJob", "name": "mpi"}, mp)):
-            self.capture(name, podName=None, workloadRef=ref)
-            st = self.wait_phase(name)["status"]
-            self.assertEqual(st["phase"], "Succeeded", (name, st))
-            self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(expect))
+        self.captures_of_refs((
+            ("ref-vc", {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": "vc"},
+             vc),
+            ("ref-vc-name", {"kind": "Job", "name": "vc"}, vc),
+            ("ref-mpi", {"kind": "MPIJob", "name": "mpi"}, mp)))
         self.assertEqual(self.prof.requests_for(batch[0]), [])
         self.assertEqual(self.prof.requests_for(pt[0]), [])
 
