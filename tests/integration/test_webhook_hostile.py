@@ -172,7 +172,12 @@ class HostileTest(unittest.TestCase):
             self.assertGreater(attack["closed_by_server"], 1000,
                                "half-open (and, past the deferral, idle) connections are closed "
                                "by the handshake timeout, and come back")
-            self.assertLessEqual(p99_attack, 10 * p99_idle)
+            # The latency bound is the release build's: under ASan or TSan the
+            # attacker's connections cost the server several times more CPU than
+            # the idle baseline's requests, and the ratio measured the sanitizer
+            # (TSan read 5.1x to 10.0x from run to run on one commit).
+            if not SANITIZED:
+                self.assertLessEqual(p99_attack, 10 * p99_idle)
             self.assert_serving(wh)
             _, _, metrics = wh.request("GET", "/metrics")
             reaped = [line for line in metrics.decode().splitlines()
