@@ -98,14 +98,8 @@ def e2e_resources(kinds):
 
 
 def kind_list(kinds, pred):
-    """"A, B and C" (a name two rows share followed by its group)."""
-    names = []
-    for k in kinds:
-        if not pred(k):
-            continue
-        shared = sum(1 for o in kinds if o["kind"] == k["kind"]) > 1
-        names.append("%s (%s)" % (k["kind"], k["group"]) if shared and not builtin(k)
-                     else k["kind"])
+    """"A, B and C", each by the label the table gives it (k8s_kind_label)."""
+    names = [k["label"] for k in kinds if pred(k)]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 

@@ -164,12 +164,17 @@ const struct k8s_kind *k8s_kind_find(const char *group, const char *kind)
 
 const struct k8s_kind *k8s_kind_of_ref(const char *api_version, const char *kind)
 {
-    const char *slash = api_version ? strchr(api_version, '/') : NULL;
-    char group[256];
-    if (!api_version || (slash && (size_t)(slash - api_version) >= sizeof(group)))
+    if (!api_version || !kind)
         return NULL;
-    snprintf(group, sizeof(group), "%.*s", slash ? (int)(slash - api_version) : 0, api_version);
-    return k8s_kind_find(group, kind);
+    const char *slash = strchr(api_version, '/');
+    size_t glen = slash ? (size_t)(slash - api_version) : 0; /* "v1": the core group */
+    for (int i = 0; i < K8S_KIND_COUNT; i++) {
+        const struct k8s_kind *k = &k8s_kinds[i];
+        if (strlen(k->group) == glen && !memcmp(k->group, api_version, glen) &&
+            !strcmp(k->kind, kind))
+            return k;
+    }
+    return NULL;
 }
 
 const struct k8s_kind *k8s_kind_named(const char *kind, unsigned flags, int *count)
@@ -224,6 +229,17 @@ bool k8s_kind_selects_pods(enum k8s_kind_id id)
     return false;
 }
 
+const char *k8s_kind_label(const struct k8s_kind *k, char *out, size_t cap)
+{
+    int shared = 0; /* a name two rows have is told by its group, but Kubernetes' own */
+    (void)k8s_kind_named(k->kind, 0, &shared);
+    if (shared > 1 && strchr(k->group, '.'))
+        snprintf(out, cap, "%s (%s)", k->kind, k->group);
+    else
+        snprintf(out, cap, "%s", k->kind);
+    return out;
+}
+
 const char *k8s_kinds_names(unsigned flags, char *out, size_t cap)
 {
     int picked[K8S_KIND_COUNT], n = 0;
@@ -234,12 +250,9 @@ const char *k8s_kinds_names(unsigned flags, char *out, size_t cap)
     out[0] = '\0';
     for (int i = 0; i < n && len < cap; i++) {
         const char *sep = i == 0 ? "" : i == n - 1 ? " or " : ", ";
-        const struct k8s_kind *k = &k8s_kinds[picked[i]];
-        int shared = 0; /* a name two rows have is told by its group, but Kubernetes' own */
-        (void)k8s_kind_named(k->kind, 0, &shared);
-        int w = shared > 1 && strchr(k->group, '.')
-                    ? snprintf(out + len, cap - len, "%s%s (%s)", sep, k->kind, k->group)
-                    : snprintf(out + len, cap - len, "%s%s", sep, k->kind);
+        char label[128];
+        int w = snprintf(out + len, cap - len, "%s%s", sep,
+                         k8s_kind_label(&k8s_kinds[picked[i]], label, sizeof(label)));
         len += w > 0 ? (size_t)w : 0;
     }
     return out;
@@ -269,15 +282,17 @@ json_t *k8s_kinds_json(void)
         const char *sites[K8S_KIND_MAX_SITES];
         for (size_t s = 0; s < K8S_KIND_MAX_SITES; s++)
             sites[s] = k->sites[s].path;
-        json_t *row = json_pack("{s:s, s:s, s:s, s:s, s:s?, s:o, s:o, s:b, s:b, s:b, s:b}", "kind",
-                                k->kind, "group", k->group, "apiVersion", k->api_version, "plural",
-                                k->plural, "podLabel", k->pod_label.key, "owners",
-                                owner_names(k->owners, K8S_KIND_MAX_OWNERS), "sites",
-                                strings(sites, K8S_KIND_MAX_SITES), "namesByLabel",
-                                (k->flags & K8S_KIND_NAMES_BY_LABEL) != 0, "namespaceLabel",
-                                (k->flags & K8S_KIND_NS_LABEL) != 0, "webhookWatch",
-                                (k->flags & K8S_KIND_WEBHOOK_WATCH) != 0, "workloadRef",
-                                (k->flags & K8S_KIND_WORKLOAD_REF) != 0);
+        char label[128];
+        json_t *row =
+            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s?, s:o, s:o, s:b, s:b, s:b, s:b}", "kind",
+                      k->kind, "label", k8s_kind_label(k, label, sizeof(label)), "group", k->group,
+                      "apiVersion", k->api_version, "plural", k->plural, "podLabel",
+                      k->pod_label.key, "owners", owner_names(k->owners, K8S_KIND_MAX_OWNERS),
+                      "sites", strings(sites, K8S_KIND_MAX_SITES), "namesByLabel",
+                      (k->flags & K8S_KIND_NAMES_BY_LABEL) != 0, "namespaceLabel",
+                      (k->flags & K8S_KIND_NS_LABEL) != 0, "webhookWatch",
+                      (k->flags & K8S_KIND_WEBHOOK_WATCH) != 0, "workloadRef",
+                      (k->flags & K8S_KIND_WORKLOAD_REF) != 0);
         if (!row || json_array_append_new(all, row) < 0) {
             json_decref(all);
             return NULL;

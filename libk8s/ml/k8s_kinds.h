@@ -132,14 +132,18 @@ const char *k8s_kind_pod_label_in(const struct k8s_kind *k, k8s_label_fn *get, c
 /* Does a workloadRef kind select its pods by kind id's pod label? */
 bool k8s_kind_selects_pods(enum k8s_kind_id id);
 
+/* The name messages and docs give k, into out (truncated to cap): its
+ * kind, followed by its group when another row has the name and the group
+ * is not Kubernetes' own (no dot: batch, apps): "Job (batch.volcano.sh)".
+ * Returns out. */
+const char *k8s_kind_label(const struct k8s_kind *k, char *out, size_t cap);
+
 /* "A, B or C": the kinds with every flag in `flags`, in table order, into
- * out (truncated to cap); a name two rows share is followed by its group,
- * "Job (batch.volcano.sh)", unless the group is Kubernetes' own (no dot:
- * batch, apps). Returns out. */
+ * out (truncated to cap), each named by k8s_kind_label. Returns out. */
 const char *k8s_kinds_names(unsigned flags, char *out, size_t cap);
 
-/* The table as JSON (the charts' RBAC test reads it): a NEW array, NULL
- * on out of memory. */
+/* The table as JSON (scripts/kinds.py and the charts' tests read it;
+ * "label" is k8s_kind_label's): a NEW array, NULL on out of memory. */
 json_t *k8s_kinds_json(void);
 
 #endif

@@ -120,6 +120,11 @@ Test(k8s_kinds, names_lists)
                      "JobSet, LeaderWorkerSet, RayJob, TrainJob, PyTorchJob, "
                      "Job (batch.volcano.sh), MPIJob, RayCluster or Job",
                      "batch's Job plain");
+    char label[64];
+    cr_expect_str_eq(k8s_kind_label(&k8s_kinds[K8S_KIND_VOLCANO_JOB], label, sizeof(label)),
+                     "Job (batch.volcano.sh)");
+    cr_expect_str_eq(k8s_kind_label(&k8s_kinds[K8S_KIND_JOB], label, sizeof(label)), "Job");
+    cr_expect_str_eq(k8s_kind_label(&k8s_kinds[K8S_KIND_MPIJOB], label, sizeof(label)), "MPIJob");
     char small[8];
     cr_expect_str_eq(k8s_kinds_names(K8S_KIND_WORKLOAD_REF, small, sizeof(small)), "JobSet,");
 }
@@ -133,6 +138,9 @@ Test(k8s_kinds, json_has_every_row)
     cr_expect(json_is_true(json_object_get(tj, "workloadRef")));
     cr_expect(json_is_null(json_object_get(tj, "podLabel")) || !json_object_get(tj, "podLabel"));
     json_t *js = json_array_get(t, K8S_KIND_JOBSET);
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_array_get(t, K8S_KIND_VOLCANO_JOB), "label")),
+        "Job (batch.volcano.sh)");
     json_t *owner = json_array_get(json_object_get(js, "owners"), 0);
     cr_expect_str_eq(json_string_value(json_object_get(owner, "kind")), "TrainJob");
     cr_expect_str_eq(json_string_value(json_object_get(owner, "group")), "trainer.kubeflow.org");
