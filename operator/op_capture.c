@@ -106,7 +106,7 @@ struct answers {
 };
 
 static enum applied apply_ask(struct op_capture *c, struct op_plan *p, const json_t *obj,
-                              const char *key, struct answers *a, enum op_result *res,
+                              const char *key, struct answers *a, enum k8s_result *res,
                               struct k8s_error *err)
 {
     if (p->ask == OP_ASK_CONFIRM) {
@@ -119,7 +119,7 @@ static enum applied apply_ask(struct op_capture *c, struct op_plan *p, const jso
     int claimed = op_runs_claim(c->runs, key, op_str2(obj, "metadata", "uid"), p->dispatch, a->busy,
                                 sizeof(a->busy));
     if (claimed < 0) {
-        *res = OP_RETRY;
+        *res = K8S_RETRY;
         k8s_error_set(err, claimed, "out of memory");
         return APPLIED;
     }
@@ -128,7 +128,7 @@ static enum applied apply_ask(struct op_capture *c, struct op_plan *p, const jso
         return DECIDE_AGAIN;
     }
     if (send(c, p, obj, key, err) < 0) {
-        *res = OP_RETRY;
+        *res = K8S_RETRY;
         return APPLIED;
     }
     tell(c, p, obj, key);
@@ -136,11 +136,11 @@ static enum applied apply_ask(struct op_capture *c, struct op_plan *p, const jso
 }
 
 static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t *obj,
-                          const char *key, struct answers *a, enum op_result *res,
+                          const char *key, struct answers *a, enum k8s_result *res,
                           struct k8s_error *err)
 {
     *res = p->result;
-    if (p->result == OP_RETRY)
+    if (p->result == K8S_RETRY)
         *err = p->err;
     if (p->drop)
         op_runs_forget(c->runs, key, p->cancel_reason);
@@ -153,7 +153,7 @@ static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t 
     json_t *st = p->status, *written = NULL;
     p->status = NULL;
     if (put_status(c, obj, st, key, p->again ? &written : NULL, err) < 0) {
-        *res = OP_RETRY;
+        *res = K8S_RETRY;
         return APPLIED;
     }
     tell(c, p, obj, key); /* the metrics read the results: before the release */
@@ -166,11 +166,11 @@ static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t 
 }
 
 /* Decide and apply until a plan ends with a result. */
-static enum op_result step(struct op_capture *c, const json_t *obj, const char *key, int64_t *after,
-                           struct k8s_error *err)
+static enum k8s_result step(struct op_capture *c, const json_t *obj, const char *key,
+                            int64_t *after, struct k8s_error *err)
 {
     struct answers a = {0};
-    enum op_result res = OP_DONE;
+    enum k8s_result res = K8S_DONE;
     for (int round = 0; round < ROUNDS_MAX; round++) {
         struct op_stores st = {0};
         c->d.stores(c->d.stores_ud, &st);
@@ -301,22 +301,22 @@ json_t *op_capture_unpack(const json_t *stored)
     return text ? json_loads(text, 0, NULL) : json_incref((json_t *)stored);
 }
 
-enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64_t *ret_after_ns,
-                                    struct k8s_error *reterr)
+enum k8s_result op_capture_reconcile(struct op_capture *c, const char *key, int64_t *ret_after_ns,
+                                     struct k8s_error *reterr)
 {
     char ns[256], name[256];
     *ret_after_ns = 0;
     if (!split_key(key, ns, sizeof(ns), name, sizeof(name)))
-        return OP_DONE;
+        return K8S_DONE;
     for (int attempt = 0;; attempt++) {
         json_t *obj = NULL;
         if (current(c, key, ns, name, attempt > 0, &obj, reterr) < 0)
-            return OP_RETRY;
-        enum op_result res = step(c, obj, key, ret_after_ns, reterr);
+            return K8S_RETRY;
+        enum k8s_result res = step(c, obj, key, ret_after_ns, reterr);
         k8s_store_release(obj); /* the cache's own (shared), unpacked, or our own read */
         /* a write lost to another writer, or to a deletion the cache has not
          * seen yet: read afresh and redo the step (gone: the run is dropped) */
-        if (res != OP_RETRY || attempt + 1 >= CONFLICT_TRIES ||
+        if (res != K8S_RETRY || attempt + 1 >= CONFLICT_TRIES ||
             (reterr->err != -K8S_ECONFLICT && reterr->err != -K8S_ENOTFOUND))
             return res;
     }

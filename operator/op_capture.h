@@ -51,7 +51,7 @@
 #include "op_api.h"
 #include "op_config.h"
 #include "op_plan.h"
-#include "op_queue.h"
+#include "k8s_queue.h"
 #include "op_targets.h"
 
 typedef void (*op_stores_fn)(void *ud, struct op_stores *out);
@@ -61,7 +61,7 @@ struct op_capture_deps {
     struct k8s_store *conns; /* MLDiagnosticsConnections */
     op_stores_fn stores;     /* the pod and workload caches, as of now */
     void *stores_ud;
-    struct op_queue *queue; /* finished batches re-queue their key */
+    struct k8s_queue *queue; /* finished batches re-queue their key */
     const struct op_config *cfg;
     struct k8s_metrics *metrics; /* may be NULL */
     int64_t (*now_ns)(void);     /* the wall clock, unix ns; NULL: k8s_real_ns */
@@ -73,11 +73,11 @@ int op_capture_new(const struct op_capture_deps *deps, struct op_capture **ret) 
 /* NULL-safe; cancels live batches without writing status. */
 void op_capture_free(struct op_capture *c);
 
-/* Reconcile "namespace/name". OP_DONE: nothing more to do until an event;
- * OP_REQUEUE_AFTER: look again after *ret_after_ns; OP_RETRY: failed
+/* Reconcile "namespace/name". K8S_DONE: nothing more to do until an event;
+ * K8S_REQUEUE_AFTER: look again after *ret_after_ns; K8S_RETRY: failed
  * (reterr says why), back off and retry. */
-enum op_result op_capture_reconcile(struct op_capture *c, const char *key, int64_t *ret_after_ns,
-                                    struct k8s_error *reterr);
+enum k8s_result op_capture_reconcile(struct op_capture *c, const char *key, int64_t *ret_after_ns,
+                                     struct k8s_error *reterr);
 
 /* SIGTERM: dispatch nothing new; wait up to grace_ns for live captures
  * that can end by then, cancel the others, and record each outcome (the

@@ -13,13 +13,13 @@
 #include "k8s_watch.h"
 #include "op_audit.h"
 #include "op_capture.h"
-#include "op_manager.h"
+#include "k8s_manager.h"
 #include "op_map.h"
 #include "op_pod.h"
-#include "op_queue.h"
+#include "k8s_queue.h"
 #include "op_relay.h"
 #include "op_status.h"
-#include "op_ticker.h"
+#include "k8s_ticker.h"
 
 #define QUEUE_MAX_DELAY (30 * K8S_NSEC_PER_SEC)
 
@@ -69,12 +69,12 @@ static struct {
     bool metadata_only;
     const struct k8s_json_filter *filter;
     bool cluster_scoped, optional;
-    op_map_fn map;
+    k8s_map_fn map;
     bool relisted;
     k8s_store_transform_fn transform; /* what the cache keeps of an object */
 } sources[N_SRC] = {
     [SRC_CONNS] = {"mldiagnosticsconnections.diagon.gke.io", "/apis/" OP_GROUP_VERSION, OP_PLURAL,
-                   false, conn_keep, .map = op_map_self, .relisted = true,
+                   false, conn_keep, .map = k8s_map_self, .relisted = true,
                    .transform = op_capture_trim},
     [SRC_PODS] = {"pods", "/api/v1", "pods", false, NULL, /* filter: op_pod_keep() */
                   .transform = op_pod_pack},
@@ -113,13 +113,13 @@ struct op_controller {
     struct k8s_client *client;
     struct k8s_metrics *metrics;
     struct source src[N_SRC];
-    struct op_queue *queue;
+    struct k8s_queue *queue;
     struct op_relay *relay;
     struct op_api_io io; /* what the capture reconciler reaches */
     struct op_capture *capture;
     struct op_audit *audit;
-    struct op_manager mgr;                          /* the workers running the capture reconciler */
-    struct op_ticker *audit_ticker, *resync_ticker; /* resync: NULL when its period is 0 */
+    struct k8s_manager mgr; /* the workers running the capture reconciler */
+    struct k8s_ticker *audit_ticker, *resync_ticker; /* resync: NULL when its period is 0 */
 };
 
 /* ---------- caches → queue ---------- */
@@ -138,23 +138,23 @@ static void stores_now(void *ud, struct op_stores *out)
     }
 }
 
-static struct op_map_ctx map_ctx(const struct op_controller *c)
+static struct k8s_map_ctx map_ctx(const struct op_controller *c)
 {
-    return (struct op_map_ctx){c->queue, c->src[SRC_CONNS].store};
+    return (struct k8s_map_ctx){c->queue, c->src[SRC_CONNS].store};
 }
 
 static void on_changed(void *ud, enum k8s_watch_event_type ev, const json_t *obj)
 {
     (void)ev;
     struct source *src = ud;
-    struct op_map_ctx ctx = map_ctx(src->ctl);
+    struct k8s_map_ctx ctx = map_ctx(src->ctl);
     (sources[src->kind].map ? sources[src->kind].map : op_map_namespace)(&ctx, obj);
 }
 
 static void on_relisted(void *ud, enum k8s_watch_event_type ev, const char *key, const json_t *obj)
 {
     struct source *src = ud;
-    struct op_map_ctx ctx = map_ctx(src->ctl);
+    struct k8s_map_ctx ctx = map_ctx(src->ctl);
     op_map_relisted(&ctx, key, ev == K8S_EV_DELETED ? NULL : obj);
 }
 
@@ -164,7 +164,7 @@ static void on_listed(void *ud)
     struct source *src = ud;
     if (sources[src->kind].optional)
         return; /* nothing of a capture depends on it */
-    struct op_map_ctx ctx = map_ctx(src->ctl);
+    struct k8s_map_ctx ctx = map_ctx(src->ctl);
     op_map_unfinished(&ctx, NULL);
 }
 
@@ -202,10 +202,19 @@ static void on_state(void *ud, enum k8s_watch_state st, const struct k8s_error *
 
 /* ---------- workers ---------- */
 
-static enum op_result reconcile_capture(void *ud, const char *key, int64_t *after,
-                                        struct k8s_error *err)
+static enum k8s_result reconcile_capture(void *ud, const char *key, int64_t *after,
+                                         struct k8s_error *err)
 {
     return op_capture_reconcile(ud, key, after, err);
+}
+
+/* A failed reconcile, logged once here at the edge before its retry. */
+static void capture_failed(void *ud, const char *key, const struct k8s_error *err, int failures)
+{
+    (void)ud;
+    k8s_log_json(
+        K8S_LOG_WARN, "reconcile failed; retrying",
+        json_pack("{s:s, s:s, s:i}", "resource", key, "error", err->message, "failures", failures));
 }
 
 /* The audit's rescan, once the caches have synced; with Events when
@@ -224,27 +233,27 @@ static void resync_job(void *ud, bool leading)
     struct op_controller *c = ud;
     if (!leading)
         return;
-    struct op_map_ctx ctx = map_ctx(c);
+    struct k8s_map_ctx ctx = map_ctx(c);
     op_map_unfinished(&ctx, NULL);
     k8s_log_json(K8S_LOG_DEBUG, "resync: unfinished captures queued again",
-                 json_pack("{s:I}", "queued", (json_int_t)op_queue_len(c->queue)));
+                 json_pack("{s:I}", "queued", (json_int_t)k8s_queue_len(c->queue)));
 }
 
 static void tickers_lead(struct op_controller *c, bool leading)
 {
     if (c->audit_ticker)
-        op_ticker_lead(c->audit_ticker, leading);
+        k8s_ticker_lead(c->audit_ticker, leading);
     if (c->resync_ticker)
-        op_ticker_lead(c->resync_ticker, leading);
+        k8s_ticker_lead(c->resync_ticker, leading);
 }
 
 static int start_tickers(struct op_controller *c, struct k8s_error *err)
 {
-    struct op_ticker_job audit = {audit_job, c, c->cfg->audit_interval_ns, .at_once = true};
-    struct op_ticker_job resync = {resync_job, c, c->cfg->resync_period_ns};
-    if (op_ticker_start(&audit, &c->audit_ticker) < 0)
+    struct k8s_ticker_job audit = {audit_job, c, c->cfg->audit_interval_ns, .at_once = true};
+    struct k8s_ticker_job resync = {resync_job, c, c->cfg->resync_period_ns};
+    if (k8s_ticker_start(&audit, &c->audit_ticker) < 0)
         return k8s_error_set(err, -K8S_EIO, "cannot start the audit thread");
-    if (resync.period_ns > 0 && op_ticker_start(&resync, &c->resync_ticker) < 0)
+    if (resync.period_ns > 0 && k8s_ticker_start(&resync, &c->resync_ticker) < 0)
         return k8s_error_set(err, -K8S_EIO, "cannot start the resync thread");
     return 0;
 }
@@ -253,7 +262,7 @@ static int start_tickers(struct op_controller *c, struct k8s_error *err)
 
 static double depth(void *ud)
 {
-    return (double)op_queue_len(ud);
+    return (double)k8s_queue_len(ud);
 }
 
 static double restarts(void *ud)
@@ -326,9 +335,9 @@ int op_controller_start(const struct op_config *cfg, struct k8s_client *client,
     c->metrics = metrics;
     /* a reconcile that keeps failing (the API server away) waits at most as
      * long as a watch does: it goes on soon after the server is back */
-    struct op_queue_opts qo = {.max_delay_ns = QUEUE_MAX_DELAY};
+    struct k8s_queue_opts qo = {.max_delay_ns = QUEUE_MAX_DELAY};
     int r =
-        (c->queue = op_queue_new(&qo)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
+        (c->queue = k8s_queue_new(&qo)) ? 0 : k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     r = r ? r : op_relay_new(&c->relay, reterr);
     for (int k = 0; r == 0 && k < N_SRC; k++)
         r = start_source(c, (enum src_kind)k, reterr);
@@ -373,17 +382,17 @@ void op_controller_lead(struct op_controller *c)
         return;
     tickers_lead(c, true);        /* the audit runs now, with Events */
     op_capture_adopt(c->capture); /* who holds which pod, before anything is dispatched */
-    struct op_map_ctx ctx = map_ctx(c);
+    struct k8s_map_ctx ctx = map_ctx(c);
     op_map_unfinished(&ctx, NULL);
-    struct op_reconciler rec = {reconcile_capture, c->capture};
-    int n = op_manager_start(&c->mgr, c->queue, &rec, (int)c->cfg->workers);
+    struct k8s_reconciler rec = {reconcile_capture, capture_failed, c->capture};
+    int n = k8s_manager_start(&c->mgr, c->queue, &rec, (int)c->cfg->workers);
     k8s_log_json(K8S_LOG_INFO, "reconciling", json_pack("{s:i}", "workers", n));
 }
 
 static void stop_workers(struct op_controller *c)
 {
-    op_queue_shutdown(c->queue);
-    op_manager_stop(&c->mgr);
+    k8s_queue_shutdown(c->queue);
+    k8s_manager_stop(&c->mgr);
     tickers_lead(c, false);
 }
 
@@ -405,8 +414,8 @@ void op_controller_free(struct op_controller *c)
         return;
     if (c->queue)
         stop_workers(c);
-    op_ticker_free(c->audit_ticker);
-    op_ticker_free(c->resync_ticker);
+    k8s_ticker_free(c->audit_ticker);
+    k8s_ticker_free(c->resync_ticker);
     for (int k = 0; k < N_SRC; k++)
         k8s_watch_free(c->src[k].watch);
     op_relay_free(c->relay); /* cancels what is left: callbacks reach the capture */
@@ -414,6 +423,6 @@ void op_controller_free(struct op_controller *c)
     op_audit_free(c->audit);
     for (int k = 0; k < N_SRC; k++)
         k8s_store_free(c->src[k].store);
-    op_queue_free(c->queue);
+    k8s_queue_free(c->queue);
     free(c);
 }

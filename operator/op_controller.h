@@ -5,7 +5,7 @@
  * of the kind table, k8s_kinds, as metadata, a RayJob with its cluster
  * name) → caches → each source's event-to-key mapper (op_map) → a
  * rate-limited work queue of resource keys → the manager's workers
- * (op_manager) calling the reconciler (op_capture: op_plan's pure step,
+ * (k8s_manager) calling the reconciler (op_capture: op_plan's pure step,
  * then its apply).
  *
  * Every watch runs on every replica, so /readyz means "caches synced" on
@@ -18,11 +18,11 @@
  * gap hid (a deletion too, which cancels the RPCs), a relist of pods or
  * workloads queues every unfinished capture, and every --resync-period
  * (5m) the leader queues every unfinished capture again, the safety net
- * (a timer of its own, op_ticker).
+ * (a timer of its own, k8s_ticker).
  * A reconcile that keeps failing waits at most 30 s between attempts. A
  * workload kind whose CRD is not installed is empty and watched within
  * 10 s of its creation (k8s_watch). The audit (op_audit) rescans every
- * 15 s (op_ticker), and at once when this replica comes to lead.
+ * 15 s (k8s_ticker), and at once when this replica comes to lead.
  *
  * Thread-safety: the public functions are for main's thread.
  */

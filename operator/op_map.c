@@ -11,7 +11,7 @@ bool op_map_is_unfinished(const json_t *conn)
 }
 
 struct scan {
-    const struct op_map_ctx *ctx;
+    const struct k8s_map_ctx *ctx;
     const char *ns; /* NULL: every namespace */
 };
 
@@ -24,34 +24,27 @@ static void queue_unfinished(void *ud, const char *key, const json_t *obj)
     const char *own = op_str2(obj, "metadata", "namespace");
     const char *target = pns && *pns ? pns : own;
     if (!s->ns || (target && !strcmp(target, s->ns)))
-        op_queue_add(s->ctx->queue, key);
+        k8s_queue_add(s->ctx->queue, key);
 }
 
-void op_map_self(const struct op_map_ctx *ctx, const json_t *obj)
-{
-    char key[600];
-    if (k8s_store_key(obj, key, sizeof(key)))
-        op_queue_add(ctx->queue, key);
-}
-
-void op_map_namespace(const struct op_map_ctx *ctx, const json_t *obj)
+void op_map_namespace(const struct k8s_map_ctx *ctx, const json_t *obj)
 {
     const char *ns = op_str2(obj, "metadata", "namespace");
     if (ns)
         op_map_unfinished(ctx, ns);
 }
 
-void op_map_unfinished(const struct op_map_ctx *ctx, const char *ns)
+void op_map_unfinished(const struct k8s_map_ctx *ctx, const char *ns)
 {
     struct scan s = {ctx, ns};
-    k8s_store_each(ctx->conns, queue_unfinished, &s);
+    k8s_store_each(ctx->primary, queue_unfinished, &s);
 }
 
-void op_map_relisted(const struct op_map_ctx *ctx, const char *key, const json_t *obj)
+void op_map_relisted(const struct k8s_map_ctx *ctx, const char *key, const json_t *obj)
 {
     struct scan s = {ctx, NULL};
     if (!obj)
-        op_queue_add(ctx->queue, key);
+        k8s_queue_add(ctx->queue, key);
     else
         queue_unfinished(&s, key, obj);
 }

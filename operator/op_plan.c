@@ -54,7 +54,7 @@ static void say(struct op_plan *p, const char *type, const char *reason, const c
 
 static void oom(struct op_plan *p)
 {
-    p->result = OP_RETRY;
+    p->result = K8S_RETRY;
     k8s_error_set(&p->err, -K8S_ENOMEM, "out of memory");
 }
 
@@ -80,7 +80,7 @@ static void fail(const struct op_plan_in *in, struct op_plan *p, const char *rea
     p->status = st;
     p->release = true;
     p->outcome = invalid ? OP_OUT_INVALID : OP_OUT_FAILED;
-    p->result = OP_DONE;
+    p->result = K8S_DONE;
     say(p, "Warning", reason, "Failed", msg);
 }
 
@@ -201,7 +201,7 @@ static void record_interrupted(const struct op_plan_in *in, struct op_plan *p)
     p->status = st;
     p->release = true;
     p->outcome = OP_OUT_INTERRUPTED;
-    p->result = OP_DONE;
+    p->result = K8S_DONE;
     say(p, "Warning", "Interrupted", "Running", msg);
 }
 
@@ -320,7 +320,7 @@ static void dispatch(const struct op_plan_in *in, struct op_plan *p, int attempt
         if (!session)
             write_pending(in, p, in->busy, true);
         p->after_ns = OP_BUSY_RECHECK_NS;
-        p->result = OP_REQUEUE_AFTER;
+        p->result = K8S_REQUEUE_AFTER;
         return;
     }
     struct op_plan_dispatch *d = calloc(1, sizeof(*d));
@@ -340,7 +340,7 @@ static void dispatch(const struct op_plan_in *in, struct op_plan *p, int attempt
     dispatch_batch(in, s, d, start_ns);
     p->status = running_status(in, d, s->duration_s);
     p->ask = OP_ASK_CLAIM;
-    p->result = OP_DONE;
+    p->result = K8S_DONE;
     char msg[300];
     snprintf(msg, sizeof(msg), "%s %zu host%s, session %s, attempt %d",
              attempt > 1 ? "resumed the capture on" : "capturing", t->n, t->n > 1 ? "s" : "",
@@ -376,7 +376,7 @@ static void wait_ready(const struct op_plan_in *in, struct op_plan *p)
     write_pending(in, p, t->why, false);
     int64_t quarter = in->cfg->pod_ready_timeout_ns / 4;
     p->after_ns = OP_WAIT_RECHECK_NS < quarter ? OP_WAIT_RECHECK_NS : quarter;
-    p->result = OP_REQUEUE_AFTER;
+    p->result = K8S_REQUEUE_AFTER;
 }
 
 static void pending(const struct op_plan_in *in, struct op_plan *p)
@@ -393,7 +393,7 @@ static void pending(const struct op_plan_in *in, struct op_plan *p)
         p->n_confirm = t->n_absent;
     } else if (t->state == OP_TARGETS_FAIL && t->n_absent && in->absent == OP_ABSENT_FOUND) {
         p->after_ns = OP_CACHE_RECHECK_NS; /* there after all: let the cache catch up */
-        p->result = OP_REQUEUE_AFTER;
+        p->result = K8S_REQUEUE_AFTER;
     } else if (t->state == OP_TARGETS_FAIL) {
         fail(in, p, "TargetsNotFound", t->why);
     } else if (t->state == OP_TARGETS_WAIT) {

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "k8s_err.h"
+#include "k8s_manager.h"
 #include "op_config.h"
 #include "op_relay.h"
 #include "op_spec.h"
@@ -37,8 +38,6 @@
 #define OP_BUSY_RECHECK_NS  (2 * K8S_NSEC_PER_SEC)
 #define OP_WAIT_RECHECK_NS  (5 * K8S_NSEC_PER_SEC)
 #define OP_CACHE_RECHECK_NS (K8S_NSEC_PER_SEC / 5)
-
-enum op_result { OP_DONE, OP_REQUEUE_AFTER, OP_RETRY };
 
 /* This process's record of one resource. */
 enum op_run_state {
@@ -101,8 +100,8 @@ struct op_plan_dispatch {
 };
 
 struct op_plan {
-    enum op_result result;
-    int64_t after_ns; /* OP_REQUEUE_AFTER */
+    enum k8s_result result;
+    int64_t after_ns; /* K8S_REQUEUE_AFTER */
     enum op_ask ask;
     /* first, drop the record of an earlier resource: cancel its RPCs
      * (cancel_reason) when live, else forget it */
@@ -122,7 +121,7 @@ struct op_plan {
     enum op_outcome outcome;
     bool observe_rpcs;    /* count the results' RPCs in the metrics */
     int64_t duration_ns;  /* start to outcome, < 0 unknown */
-    struct k8s_error err; /* result OP_RETRY: why */
+    struct k8s_error err; /* result K8S_RETRY: why */
     /* owned */
     struct op_spec spec;
     bool has_spec;

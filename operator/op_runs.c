@@ -33,7 +33,7 @@ struct run {
 
 struct op_runs {
     struct op_api api;
-    struct op_queue *queue;
+    struct k8s_queue *queue;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* a batch finished */
     struct run *runs;
@@ -113,7 +113,7 @@ static struct run *run_get(struct op_runs *rs, const char *key, const char *uid)
 
 /* ---------- the set ---------- */
 
-struct op_runs *op_runs_new(const struct op_api *api, struct op_queue *queue)
+struct op_runs *op_runs_new(const struct op_api *api, struct k8s_queue *queue)
 {
     struct op_runs *rs = calloc(1, sizeof(*rs));
     if (!rs || !(rs->holds = op_holds_new())) {
@@ -246,7 +246,7 @@ static void on_batch_done(void *ud, uint64_t id, const struct op_host_result *re
     pthread_cond_broadcast(&rs->cond);
     pthread_mutex_unlock(&rs->lock);
     if (requeue && !stopping)
-        op_queue_add(rs->queue, requeue);
+        k8s_queue_add(rs->queue, requeue);
     free(requeue);
 }
 

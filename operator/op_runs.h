@@ -9,7 +9,7 @@
  *
  * A record's states, as op_plan reads them (op_run_view): none, live
  * (RPCs in flight), finished or interrupted (results wait to be written).
- * A batch that ends queues its key again (op_queue) unless stopping; one
+ * A batch that ends queues its key again (k8s_queue) unless stopping; one
  * whose resource is gone (forgotten while live) is dropped with its
  * results. Stopping (shutdown or a lost leadership) cancels the live
  * batches: on shutdown as interrupted, to be recorded for the next leader
@@ -33,13 +33,13 @@
 #include "k8s_err.h"
 #include "op_api.h"
 #include "op_plan.h"
-#include "op_queue.h"
+#include "k8s_queue.h"
 
 struct op_runs;
 
 /* api (copied; its ud borrowed) sends and cancels batches; finished
  * batches queue their key on queue (borrowed). NULL when out of memory. */
-struct op_runs *op_runs_new(const struct op_api *api, struct op_queue *queue);
+struct op_runs *op_runs_new(const struct op_api *api, struct k8s_queue *queue);
 /* Drop every record and free. Call after op_runs_shutdown or
  * op_runs_abandon (nothing live). NULL-safe. */
 void op_runs_free(struct op_runs *rs);

@@ -119,7 +119,7 @@ static struct {
     pthread_t cancellers[BATCH];
     size_t ncancel;
     struct k8s_store *conns, *pods;
-    struct op_queue *queue;
+    struct k8s_queue *queue;
     struct op_config cfg;
     struct k8s_metrics *metrics;
 } w;
@@ -334,7 +334,7 @@ static void world_init(void)
     k8s_store_set_transform(w.conns, op_capture_trim);
     w.pods = k8s_store_new();
     k8s_store_set_transform(w.pods, op_pod_pack);
-    w.queue = op_queue_new(NULL);
+    w.queue = k8s_queue_new(NULL);
     w.metrics = k8s_metrics_new();
     op_config_init(&w.cfg);
     pod("p-0", true);
@@ -354,7 +354,7 @@ static void join_cancellers(void)
 static void world_done(void)
 {
     join_cancellers();
-    op_queue_free(w.queue);
+    k8s_queue_free(w.queue);
     k8s_metrics_free(w.metrics);
     k8s_store_free(w.conns);
     k8s_store_free(w.pods);
@@ -389,7 +389,7 @@ static void crash(struct op_capture *c)
     join_cancellers();
 }
 
-static enum op_result rec(struct op_capture *c, const char *key)
+static enum k8s_result rec(struct op_capture *c, const char *key)
 {
     int64_t after;
     struct k8s_error err = {0};
@@ -429,16 +429,16 @@ Test(capture, from_creation_to_succeeded_with_an_event_per_transition)
 {
     create("x", "p-0,p-1", NULL);
     struct op_capture *c = start();
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/x"), "Running");
     cr_assert_str_eq(status_str("ml/x", "sessionId"), "2025_12_01_04_17_10");
     cr_assert_eq(w.nb, 1, "one batch for both hosts");
     cr_assert_eq(w.b[0].n, 2);
     cr_assert_eq(op_capture_live(c), 1);
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE, "in flight: nothing to do");
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE, "in flight: nothing to do");
     cr_assert_eq(w.nb, 1);
     cr_assert(deliver(0, OP_GRPC_OK, ""));
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/x"), "Succeeded");
     cr_assert_str_eq(json_string_value(json_object_get(
                          json_object_get(status_of("ml/x"), "captureResult"), "outputLocation")),
@@ -446,7 +446,7 @@ Test(capture, from_creation_to_succeeded_with_an_event_per_transition)
     cr_assert_eq(events_with("Pending"), 1);
     cr_assert_eq(events_with("Started"), 1);
     cr_assert_eq(events_with("Succeeded"), 1);
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE, "terminal: not re-run");
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE, "terminal: not re-run");
     cr_assert_eq(w.nb, 1);
     cr_assert_eq(w.overlaps, 0);
     crash(c);
@@ -468,9 +468,9 @@ static struct op_capture *to_outcome(int code, const char *msg)
 {
     create("x", "p-0,p-1", NULL);
     struct op_capture *c = start();
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     cr_assert(deliver(0, code, msg));
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     return c;
 }
 
@@ -504,16 +504,16 @@ Test(capture, a_second_capture_on_a_busy_pod_waits_then_runs)
     struct op_capture *c = start();
     create("x", "p-0", NULL);
     create("y", "p-0,p-1", NULL);
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
-    cr_assert_eq(rec(c, "ml/y"), OP_REQUEUE_AFTER);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
+    cr_assert_eq(rec(c, "ml/y"), K8S_REQUEUE_AFTER);
     cr_assert_str_eq(phase_of("ml/y"), "Pending");
     cr_assert_str_eq(status_str("ml/y", "message"), "pod p-0 is busy with capture ml/x");
     cr_assert_eq(w.nb, 1);
     cr_assert(deliver(0, OP_GRPC_OK, ""));
-    cr_assert_eq(rec(c, "ml/y"), OP_REQUEUE_AFTER, "x has not written its outcome yet");
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/y"), K8S_REQUEUE_AFTER, "x has not written its outcome yet");
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/x"), "Succeeded");
-    cr_assert_eq(rec(c, "ml/y"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/y"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/y"), "Running");
     cr_assert_eq(w.overlaps, 0);
     crash(c);
@@ -566,12 +566,12 @@ Test(capture, after_a_leader_change_a_running_capture_keeps_its_pods)
     create("x", "p-0", NULL);
     create("y", "p-0", NULL);
     struct op_capture *old = start();
-    cr_assert_eq(rec(old, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(old, "ml/x"), K8S_DONE);
     crash(old);
     struct op_capture *c = start();
-    cr_assert_eq(rec(c, "ml/y"), OP_REQUEUE_AFTER);
+    cr_assert_eq(rec(c, "ml/y"), K8S_REQUEUE_AFTER);
     cr_assert_str_eq(status_str("ml/y", "message"), "pod p-0 is busy with capture ml/x");
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     cr_assert_eq(w.nb, 2, "x resumed");
     cr_assert_str_eq(w.b[1].session, "2025_12_01_04_17_10");
     cr_assert_eq(json_integer_value(json_object_get(status_of("ml/x"), "attempts")), 2);
@@ -585,14 +585,14 @@ Test(capture, a_status_write_lost_to_another_writer_is_retried)
     create("x", "p-0,p-1", NULL);
     struct op_capture *c = start();
     w.conflicts = 1;
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/x"), "Running");
     cr_assert_eq(w.nb, 1);
     w.conflicts = 10; /* every try lost: back off */
     create("y", "p-1", NULL);
     int64_t after;
     struct k8s_error err = {0};
-    cr_assert_eq(op_capture_reconcile(c, "ml/y", &after, &err), OP_RETRY);
+    cr_assert_eq(op_capture_reconcile(c, "ml/y", &after, &err), K8S_RETRY);
     cr_assert_eq(err.err, -K8S_ECONFLICT);
     crash(c);
 }
@@ -601,15 +601,15 @@ Test(capture, deleting_a_running_capture_cancels_its_rpcs_and_frees_the_pods)
 {
     create("x", "p-0,p-1", NULL);
     struct op_capture *c = start();
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     cr_assert_eq(op_capture_live(c), 1);
     delete ("ml/x");
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     join_cancellers();
     cr_assert(w.b[0].over, "cancelled");
     cr_assert_eq(op_capture_live(c), 0);
     create("y", "p-0", NULL);
-    cr_assert_eq(rec(c, "ml/y"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/y"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/y"), "Running", "the pods are free again");
     cr_assert_eq(w.overlaps, 0);
     crash(c);
@@ -619,17 +619,17 @@ Test(capture, shutdown_records_the_interrupted_capture_for_the_next_leader)
 {
     create("x", "p-0,p-1", NULL);
     struct op_capture *c = start();
-    cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     op_capture_shutdown(c, 0); /* 10 s cannot end in no time */
     cr_assert_str_eq(phase_of("ml/x"), "Running");
     cr_assert(strstr(status_str("ml/x", "message"), "interrupted"));
     cr_assert_eq(events_with("Interrupted"), 1);
     crash(c);
     struct op_capture *next = start();
-    cr_assert_eq(rec(next, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(next, "ml/x"), K8S_DONE);
     cr_assert_eq(w.nb, 2);
     cr_assert(deliver(0, OP_GRPC_OK, ""));
-    cr_assert_eq(rec(next, "ml/x"), OP_DONE);
+    cr_assert_eq(rec(next, "ml/x"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/x"), "Succeeded");
     cr_assert_eq(w.overlaps, 0);
     crash(next);
@@ -639,7 +639,7 @@ Test(capture, a_pod_that_does_not_exist_fails_at_once)
 {
     struct op_capture *c = start();
     create("y", "p-0,p-9", NULL);
-    cr_assert_eq(rec(c, "ml/y"), OP_DONE);
+    cr_assert_eq(rec(c, "ml/y"), K8S_DONE);
     cr_assert_str_eq(phase_of("ml/y"), "Failed");
     cr_assert(strstr(status_str("ml/y", "message"), "p-9"));
     cr_assert_eq(w.nb, 0);
@@ -662,22 +662,22 @@ static void first_steps(struct op_capture *c, int cut)
 {
     if (cut >= 1) {
         pod("p-1", false);
-        cr_assert_eq(rec(c, "ml/x"), OP_REQUEUE_AFTER);
+        cr_assert_eq(rec(c, "ml/x"), K8S_REQUEUE_AFTER);
         cr_assert_str_eq(phase_of("ml/x"), "Pending");
     }
     pod("p-1", true);
     if (cut == UNSENT) {
         w.submit_failures = 1;
-        cr_assert_eq(rec(c, "ml/x"), OP_RETRY);
+        cr_assert_eq(rec(c, "ml/x"), K8S_RETRY);
         cr_assert_str_eq(phase_of("ml/x"), "Running");
         return;
     }
     if (cut >= 2)
-        cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+        cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
     if (cut >= 3)
         cr_assert(deliver(0, OP_GRPC_OK, ""));
     if (cut >= 4)
-        cr_assert_eq(rec(c, "ml/x"), OP_DONE);
+        cr_assert_eq(rec(c, "ml/x"), K8S_DONE);
 }
 
 /* Reconcile until terminal, the profilers answering OK. */

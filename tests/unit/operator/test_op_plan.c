@@ -205,7 +205,7 @@ Test(op_plan, busy_pod_keeps_a_new_capture_pending_naming_the_holder)
     cr_assert_eq(p.ask, OP_ASK_NONE);
     cr_assert_str_eq(field(p.status, "phase"), "Pending");
     cr_assert_str_eq(field(p.status, "message"), in.busy);
-    cr_assert_eq(p.result, OP_REQUEUE_AFTER);
+    cr_assert_eq(p.result, K8S_REQUEUE_AFTER);
     cr_assert_eq(p.after_ns, OP_BUSY_RECHECK_NS);
     cr_assert_null(p.event_reason, "already Pending: no second Pending event");
     json_decref(obj);
@@ -219,7 +219,7 @@ Test(op_plan, pending_that_says_so_already_writes_nothing)
     in.busy = busy;
     decide(&in);
     cr_assert_null(p.status);
-    cr_assert_eq(p.result, OP_REQUEUE_AFTER);
+    cr_assert_eq(p.result, K8S_REQUEUE_AFTER);
     json_decref(obj);
 }
 
@@ -232,7 +232,7 @@ Test(op_plan, pods_not_ready_wait_in_pending_naming_the_pod)
     cr_assert_str_eq(field(p.status, "phase"), "Pending");
     cr_assert(strstr(field(p.status, "message"), "p-1"), "%s", field(p.status, "message"));
     cr_assert_str_eq(field(condition(p.status, "TargetsReady"), "status"), "False");
-    cr_assert_eq(p.result, OP_REQUEUE_AFTER);
+    cr_assert_eq(p.result, K8S_REQUEUE_AFTER);
     cr_assert_eq(p.after_ns, OP_WAIT_RECHECK_NS);
     json_decref(obj);
 }
@@ -269,7 +269,7 @@ Test(op_plan, missing_pod_is_confirmed_with_the_api_server_before_failing)
     in.absent = OP_ABSENT_FOUND; /* the cache lags a creation */
     decide(&in);
     cr_assert_null(p.status);
-    cr_assert_eq(p.result, OP_REQUEUE_AFTER);
+    cr_assert_eq(p.result, K8S_REQUEUE_AFTER);
     cr_assert_eq(p.after_ns, OP_CACHE_RECHECK_NS);
     in.absent = OP_ABSENT_CONFIRMED;
     decide(&in);
@@ -290,7 +290,7 @@ Test(op_plan, running_with_rpcs_in_flight_waits_for_them)
     cr_assert_null(p.status);
     cr_assert_null(p.dispatch);
     cr_assert_not(p.drop);
-    cr_assert_eq(p.result, OP_DONE);
+    cr_assert_eq(p.result, K8S_DONE);
     json_decref(obj);
 }
 
@@ -396,7 +396,7 @@ Test(op_plan, resume_finding_the_pods_busy_looks_again_quietly)
     in.busy = "pod ml/p-0 is busy with capture ml/other";
     decide(&in);
     cr_assert_null(p.status, "it stays Running as written");
-    cr_assert_eq(p.result, OP_REQUEUE_AFTER);
+    cr_assert_eq(p.result, K8S_REQUEUE_AFTER);
     cr_assert_eq(p.after_ns, OP_BUSY_RECHECK_NS);
     json_decref(obj);
 }

@@ -37,14 +37,14 @@ static void cancel(void *ud, uint64_t id, const char *reason)
     snprintf(relay.reason, sizeof(relay.reason), "%s", reason);
 }
 
-static struct op_queue *queue;
+static struct k8s_queue *queue;
 static struct op_runs *rs;
 
 static void setup(void)
 {
     memset(&relay, 0, sizeof(relay));
-    struct op_queue_opts qo = {0};
-    queue = op_queue_new(&qo);
+    struct k8s_queue_opts qo = {0};
+    queue = k8s_queue_new(&qo);
     struct op_api api = {.submit = submit, .cancel = cancel};
     rs = op_runs_new(&api, queue);
     cr_assert_not_null(rs);
@@ -54,7 +54,7 @@ static void teardown(void)
 {
     op_runs_abandon(rs, "test over");
     op_runs_free(rs);
-    op_queue_free(queue);
+    k8s_queue_free(queue);
 }
 
 TestSuite(op_runs, .init = setup, .fini = teardown);
@@ -128,7 +128,7 @@ Test(op_runs, a_batch_is_live_then_finished_and_queues_its_key)
     cr_expect_eq(v.results[1].code, 0);
     cr_expect_eq(v.attempt, 1);
     cr_expect_eq(op_runs_live(rs), 0);
-    cr_expect_eq(op_queue_len(queue), 1);
+    cr_expect_eq(k8s_queue_len(queue), 1);
     char *key = op_runs_next_finished(rs);
     cr_expect_str_eq(key, "ns/a");
     free(key);
@@ -161,7 +161,7 @@ Test(op_runs, forgetting_a_live_record_cancels_it_and_its_results_are_dropped)
     cr_expect_str_eq(relay.reason, "deleted");
     cr_expect_eq(op_runs_view(rs, "ns/a", &stopping).state, OP_RUN_NONE, "a new record");
     end_batch(1);
-    cr_expect_eq(op_queue_len(queue), 0);
+    cr_expect_eq(k8s_queue_len(queue), 0);
     cr_expect_null(op_runs_next_finished(rs));
     struct op_plan_dispatch other = dispatch("ns/p0", NULL, false);
     cr_expect_eq(op_runs_claim(rs, "ns/b", "u2", &other, busy, sizeof(busy)), 0);
@@ -205,5 +205,5 @@ Test(op_runs, shutdown_interrupts_a_batch_that_cannot_end_in_time)
     end_batch(1);
     cr_expect_eq(op_runs_view(rs, "ns/a", &stopping).state, OP_RUN_INTERRUPTED);
     cr_expect(stopping);
-    cr_expect_eq(op_queue_len(queue), 0, "stopping: not queued again");
+    cr_expect_eq(k8s_queue_len(queue), 0, "stopping: not queued again");
 }

@@ -1,19 +1,19 @@
-#include "op_ticker.h"
+#include "k8s_ticker.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "k8s_time.h"
 
-struct op_ticker {
-    struct op_ticker_job job;
+struct k8s_ticker {
+    struct k8s_ticker_job job;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t cond; /* leading began, or stop */
     bool leading, kick, stop;
 };
 
-static void wait_until(struct op_ticker *t, int64_t deadline)
+static void wait_until(struct k8s_ticker *t, int64_t deadline)
 {
     struct timespec ts = {deadline / K8S_NSEC_PER_SEC, deadline % K8S_NSEC_PER_SEC};
     pthread_cond_timedwait(&t->cond, &t->lock, &ts);
@@ -21,7 +21,7 @@ static void wait_until(struct op_ticker *t, int64_t deadline)
 
 static void *loop(void *arg)
 {
-    struct op_ticker *t = arg;
+    struct k8s_ticker *t = arg;
     int64_t next = k8s_mono_ns() + (t->job.at_once ? 0 : t->job.period_ns);
     pthread_mutex_lock(&t->lock);
     while (!t->stop) {
@@ -40,11 +40,11 @@ static void *loop(void *arg)
     return NULL;
 }
 
-int op_ticker_start(const struct op_ticker_job *job, struct op_ticker **ret)
+int k8s_ticker_start(const struct k8s_ticker_job *job, struct k8s_ticker **ret)
 {
     if (job->period_ns <= 0 || !job->run)
         return -K8S_EINVAL;
-    struct op_ticker *t = calloc(1, sizeof(*t));
+    struct k8s_ticker *t = calloc(1, sizeof(*t));
     if (!t)
         return -K8S_ENOMEM;
     t->job = *job;
@@ -60,7 +60,7 @@ int op_ticker_start(const struct op_ticker_job *job, struct op_ticker **ret)
     return 0;
 }
 
-void op_ticker_lead(struct op_ticker *t, bool leading)
+void k8s_ticker_lead(struct k8s_ticker *t, bool leading)
 {
     pthread_mutex_lock(&t->lock);
     if (leading && !t->leading && t->job.at_once) {
@@ -71,7 +71,7 @@ void op_ticker_lead(struct op_ticker *t, bool leading)
     pthread_mutex_unlock(&t->lock);
 }
 
-void op_ticker_free(struct op_ticker *t)
+void k8s_ticker_free(struct k8s_ticker *t)
 {
     if (!t)
         return;

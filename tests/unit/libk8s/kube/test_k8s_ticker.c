@@ -1,4 +1,4 @@
-/* op_ticker: a job every period on its own thread, told whether this
+/* k8s_ticker: a job every period on its own thread, told whether this
  * replica leads; an at_once job also runs at the start and when leading
  * begins. */
 #include <criterion/criterion.h>
@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "k8s_time.h"
-#include "op_ticker.h"
+#include "k8s_ticker.h"
 
 struct record {
     pthread_mutex_t lock;
@@ -41,7 +41,7 @@ static void setup(void)
     k8s_cond_init_mono(&r.cond);
 }
 
-TestSuite(op_ticker, .init = setup);
+TestSuite(k8s_ticker, .init = setup);
 
 /* Wait (at most 10 s, a liveness bound) until the job ran n times. */
 static int wait_runs(int n)
@@ -59,62 +59,62 @@ static int wait_runs(int n)
 #define HOUR (3600 * K8S_NSEC_PER_SEC)
 
 /* The job on a ticker of this period. */
-static struct op_ticker *start(int64_t period_ns, bool at_once)
+static struct k8s_ticker *start(int64_t period_ns, bool at_once)
 {
-    struct op_ticker *t = NULL;
-    struct op_ticker_job j = {job, &r, period_ns, at_once};
-    cr_assert_eq(op_ticker_start(&j, &t), 0);
+    struct k8s_ticker *t = NULL;
+    struct k8s_ticker_job j = {job, &r, period_ns, at_once};
+    cr_assert_eq(k8s_ticker_start(&j, &t), 0);
     return t;
 }
 
-Test(op_ticker, an_at_once_job_runs_at_the_start_and_when_leading_begins)
+Test(k8s_ticker, an_at_once_job_runs_at_the_start_and_when_leading_begins)
 {
-    struct op_ticker *t = start(HOUR, true);
+    struct k8s_ticker *t = start(HOUR, true);
     cr_assert_eq(wait_runs(1), 1);
     cr_expect_eq(r.leading_runs, 0, "not leading yet");
-    op_ticker_lead(t, true);
+    k8s_ticker_lead(t, true);
     cr_assert_eq(wait_runs(2), 2, "leading began: a run at once, not after the hour");
-    op_ticker_lead(t, true); /* still leading: no new run */
-    op_ticker_lead(t, false);
-    op_ticker_free(t);
+    k8s_ticker_lead(t, true); /* still leading: no new run */
+    k8s_ticker_lead(t, false);
+    k8s_ticker_free(t);
     cr_expect_eq(r.runs, 2);
     cr_expect_eq(r.leading_runs, 1);
 }
 
-Test(op_ticker, a_periodic_job_waits_a_period_first_and_leading_does_not_run_it)
+Test(k8s_ticker, a_periodic_job_waits_a_period_first_and_leading_does_not_run_it)
 {
-    struct op_ticker *t = start(HOUR, false);
-    op_ticker_lead(t, true);
-    op_ticker_free(t);
+    struct k8s_ticker *t = start(HOUR, false);
+    k8s_ticker_lead(t, true);
+    k8s_ticker_free(t);
     cr_expect_eq(r.runs, 0);
 }
 
-Test(op_ticker, a_periodic_job_runs_every_period_told_whether_it_leads)
+Test(k8s_ticker, a_periodic_job_runs_every_period_told_whether_it_leads)
 {
-    struct op_ticker *t = start(K8S_NSEC_PER_MSEC, false);
-    op_ticker_lead(t, true);
+    struct k8s_ticker *t = start(K8S_NSEC_PER_MSEC, false);
+    k8s_ticker_lead(t, true);
     pthread_mutex_lock(&r.lock);
     int before = r.runs; /* one more may have read "not leading" */
     pthread_mutex_unlock(&r.lock);
     cr_assert_geq(wait_runs(before + 2), before + 2);
-    op_ticker_free(t);
+    k8s_ticker_free(t);
     cr_expect_geq(r.leading_runs, 1);
 }
 
-Test(op_ticker, free_waits_for_the_run_in_progress)
+Test(k8s_ticker, free_waits_for_the_run_in_progress)
 {
     r.hold_ns = 50 * K8S_NSEC_PER_MSEC;
-    struct op_ticker *t = start(HOUR, true);
+    struct k8s_ticker *t = start(HOUR, true);
     cr_assert_eq(wait_runs(1), 1);
-    op_ticker_free(t);
+    k8s_ticker_free(t);
     cr_expect(r.ended);
-    op_ticker_free(NULL);
+    k8s_ticker_free(NULL);
 }
 
-Test(op_ticker, a_period_that_is_not_positive_is_refused)
+Test(k8s_ticker, a_period_that_is_not_positive_is_refused)
 {
-    struct op_ticker *t = NULL;
-    struct op_ticker_job j = {job, &r, 0};
-    cr_expect_eq(op_ticker_start(&j, &t), -K8S_EINVAL);
+    struct k8s_ticker *t = NULL;
+    struct k8s_ticker_job j = {job, &r, 0};
+    cr_expect_eq(k8s_ticker_start(&j, &t), -K8S_EINVAL);
     cr_expect_null(t);
 }

@@ -1,4 +1,4 @@
-#include "op_queue.h"
+#include "k8s_queue.h"
 
 #include <pthread.h>
 #include <search.h>
@@ -19,7 +19,7 @@ struct item {
     struct item *next; /* FIFO link */
 };
 
-struct op_queue {
+struct k8s_queue {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     void *index; /* tsearch tree of entries by key */
@@ -28,7 +28,7 @@ struct op_queue {
     struct item **heap; /* min-heap by ready_at */
     size_t nheap, heap_cap;
     bool shutdown;
-    struct op_queue_opts opts;
+    struct k8s_queue_opts opts;
     double tokens;
     int64_t tokens_at; /* monotonic ns of the last refill */
 };
@@ -38,12 +38,12 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(((const struct item *)a)->key, ((const struct item *)b)->key);
 }
 
-struct op_queue *op_queue_new(const struct op_queue_opts *opts)
+struct k8s_queue *k8s_queue_new(const struct k8s_queue_opts *opts)
 {
-    struct op_queue *q = calloc(1, sizeof(*q));
+    struct k8s_queue *q = calloc(1, sizeof(*q));
     if (!q)
         return NULL;
-    q->opts = opts ? *opts : (struct op_queue_opts){0};
+    q->opts = opts ? *opts : (struct k8s_queue_opts){0};
     if (q->opts.base_delay_ns <= 0)
         q->opts.base_delay_ns = 5 * K8S_NSEC_PER_SEC / 1000;
     if (q->opts.max_delay_ns <= 0)
@@ -66,7 +66,7 @@ static void free_entry(void *p)
     free(e);
 }
 
-void op_queue_free(struct op_queue *q)
+void k8s_queue_free(struct k8s_queue *q)
 {
     if (!q)
         return;
@@ -79,7 +79,7 @@ void op_queue_free(struct op_queue *q)
 
 /* ---------- entries (lock held) ---------- */
 
-static struct item *find(struct op_queue *q, const char *key, bool create)
+static struct item *find(struct k8s_queue *q, const char *key, bool create)
 {
     struct item probe = {.key = (char *)key};
     struct item **at = tfind(&probe, &q->index, cmp_entry);
@@ -96,7 +96,7 @@ static struct item *find(struct op_queue *q, const char *key, bool create)
 }
 
 /* Drop an entry nothing refers to any more. */
-static void maybe_drop(struct op_queue *q, struct item *e)
+static void maybe_drop(struct k8s_queue *q, struct item *e)
 {
     if (e->queued || e->processing || e->dirty || e->ready_at || e->failures)
         return;
@@ -104,7 +104,7 @@ static void maybe_drop(struct op_queue *q, struct item *e)
     free_entry(e);
 }
 
-static void push_ready(struct op_queue *q, struct item *e)
+static void push_ready(struct k8s_queue *q, struct item *e)
 {
     e->queued = true;
     e->next = NULL;
@@ -118,7 +118,7 @@ static void push_ready(struct op_queue *q, struct item *e)
 }
 
 /* Add now: the no-op/dirty rules. */
-static void add_locked(struct op_queue *q, struct item *e)
+static void add_locked(struct k8s_queue *q, struct item *e)
 {
     if (e->queued)
         return;
@@ -131,7 +131,7 @@ static void add_locked(struct op_queue *q, struct item *e)
 
 /* ---------- the delay heap (lock held) ---------- */
 
-static void heap_swap(struct op_queue *q, size_t a, size_t b)
+static void heap_swap(struct k8s_queue *q, size_t a, size_t b)
 {
     struct item *t = q->heap[a];
     q->heap[a] = q->heap[b];
@@ -140,7 +140,7 @@ static void heap_swap(struct op_queue *q, size_t a, size_t b)
     q->heap[b]->heap_at = b;
 }
 
-static void heap_up(struct op_queue *q, size_t i)
+static void heap_up(struct k8s_queue *q, size_t i)
 {
     while (i > 0 && q->heap[(i - 1) / 2]->ready_at > q->heap[i]->ready_at) {
         heap_swap(q, i, (i - 1) / 2);
@@ -148,7 +148,7 @@ static void heap_up(struct op_queue *q, size_t i)
     }
 }
 
-static void heap_down(struct op_queue *q, size_t i)
+static void heap_down(struct k8s_queue *q, size_t i)
 {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
@@ -163,7 +163,7 @@ static void heap_down(struct op_queue *q, size_t i)
     }
 }
 
-static void heap_remove(struct op_queue *q, struct item *e)
+static void heap_remove(struct k8s_queue *q, struct item *e)
 {
     size_t i = e->heap_at;
     heap_swap(q, i, --q->nheap);
@@ -174,7 +174,7 @@ static void heap_remove(struct op_queue *q, struct item *e)
     e->ready_at = 0;
 }
 
-static bool delay_locked(struct op_queue *q, struct item *e, int64_t at)
+static bool delay_locked(struct k8s_queue *q, struct item *e, int64_t at)
 {
     if (e->ready_at) { /* already waiting: the earliest wins */
         if (at < e->ready_at) {
@@ -200,7 +200,7 @@ static bool delay_locked(struct op_queue *q, struct item *e, int64_t at)
 }
 
 /* Move every due entry to the ready FIFO; returns the next due time or 0. */
-static int64_t release_due(struct op_queue *q, int64_t now)
+static int64_t release_due(struct k8s_queue *q, int64_t now)
 {
     while (q->nheap && q->heap[0]->ready_at <= now) {
         struct item *e = q->heap[0];
@@ -212,7 +212,7 @@ static int64_t release_due(struct op_queue *q, int64_t now)
 
 /* ---------- public ---------- */
 
-void op_queue_add(struct op_queue *q, const char *key)
+void k8s_queue_add(struct k8s_queue *q, const char *key)
 {
     pthread_mutex_lock(&q->lock);
     struct item *e = q->shutdown ? NULL : find(q, key, true);
@@ -221,13 +221,13 @@ void op_queue_add(struct op_queue *q, const char *key)
     pthread_mutex_unlock(&q->lock);
 }
 
-static void add_at(struct op_queue *q, struct item *e, int64_t delay_ns)
+static void add_at(struct k8s_queue *q, struct item *e, int64_t delay_ns)
 {
     if (delay_ns <= 0 || !delay_locked(q, e, k8s_mono_ns() + delay_ns))
         add_locked(q, e);
 }
 
-void op_queue_add_after(struct op_queue *q, const char *key, int64_t delay_ns)
+void k8s_queue_add_after(struct k8s_queue *q, const char *key, int64_t delay_ns)
 {
     pthread_mutex_lock(&q->lock);
     struct item *e = q->shutdown ? NULL : find(q, key, true);
@@ -237,7 +237,7 @@ void op_queue_add_after(struct op_queue *q, const char *key, int64_t delay_ns)
 }
 
 /* The token bucket's delay for one more item (reserving it). */
-static int64_t bucket_delay(struct op_queue *q, int64_t now)
+static int64_t bucket_delay(struct k8s_queue *q, int64_t now)
 {
     q->tokens += (double)(now - q->tokens_at) / K8S_NSEC_PER_SEC * q->opts.qps;
     if (q->tokens > q->opts.burst)
@@ -247,7 +247,7 @@ static int64_t bucket_delay(struct op_queue *q, int64_t now)
     return q->tokens >= 0 ? 0 : (int64_t)(-q->tokens / q->opts.qps * K8S_NSEC_PER_SEC);
 }
 
-void op_queue_add_rate_limited(struct op_queue *q, const char *key)
+void k8s_queue_add_rate_limited(struct k8s_queue *q, const char *key)
 {
     pthread_mutex_lock(&q->lock);
     struct item *e = q->shutdown ? NULL : find(q, key, true);
@@ -264,7 +264,7 @@ void op_queue_add_rate_limited(struct op_queue *q, const char *key)
     pthread_mutex_unlock(&q->lock);
 }
 
-void op_queue_forget(struct op_queue *q, const char *key)
+void k8s_queue_forget(struct k8s_queue *q, const char *key)
 {
     pthread_mutex_lock(&q->lock);
     struct item *e = find(q, key, false);
@@ -275,7 +275,7 @@ void op_queue_forget(struct op_queue *q, const char *key)
     pthread_mutex_unlock(&q->lock);
 }
 
-int op_queue_failures(struct op_queue *q, const char *key)
+int k8s_queue_failures(struct k8s_queue *q, const char *key)
 {
     pthread_mutex_lock(&q->lock);
     struct item *e = find(q, key, false);
@@ -284,7 +284,7 @@ int op_queue_failures(struct op_queue *q, const char *key)
     return n;
 }
 
-char *op_queue_get(struct op_queue *q)
+char *k8s_queue_get(struct k8s_queue *q)
 {
     char *key = NULL;
     pthread_mutex_lock(&q->lock);
@@ -317,7 +317,7 @@ char *op_queue_get(struct op_queue *q)
     return key;
 }
 
-void op_queue_done(struct op_queue *q, const char *key)
+void k8s_queue_done(struct k8s_queue *q, const char *key)
 {
     pthread_mutex_lock(&q->lock);
     struct item *e = find(q, key, false);
@@ -333,7 +333,7 @@ void op_queue_done(struct op_queue *q, const char *key)
     pthread_mutex_unlock(&q->lock);
 }
 
-void op_queue_shutdown(struct op_queue *q)
+void k8s_queue_shutdown(struct k8s_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     q->shutdown = true;
@@ -341,7 +341,7 @@ void op_queue_shutdown(struct op_queue *q)
     pthread_mutex_unlock(&q->lock);
 }
 
-size_t op_queue_len(struct op_queue *q)
+size_t k8s_queue_len(struct k8s_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     size_t n = q->len;
@@ -349,7 +349,7 @@ size_t op_queue_len(struct op_queue *q)
     return n;
 }
 
-size_t op_queue_waiting(struct op_queue *q)
+size_t k8s_queue_waiting(struct k8s_queue *q)
 {
     pthread_mutex_lock(&q->lock);
     size_t n = q->nheap;
