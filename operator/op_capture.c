@@ -11,7 +11,7 @@
 #include "op_status.h"
 
 #define CONFLICT_TRIES 3
-#define ROUNDS_MAX     6 /* plans asking a question or to go on, per reconcile */
+#define ROUNDS_MAX     8 /* plans asking a question or to go on, per reconcile */
 #define N_CODES        (OP_GRPC_UNAUTHENTICATED + 1)
 
 struct metrics {
@@ -59,110 +59,166 @@ static void observe(void *ud, const struct op_host_result *h)
 }
 
 /* What follows a successful write: metrics, the log line, the Event. */
-static void tell(struct op_capture *c, const struct op_plan *p, const json_t *obj, const char *key)
+static void tell(struct op_capture *c, const struct op_plan_event *e, const json_t *obj,
+                 const char *key)
 {
-    if (p->observe_rpcs)
+    if (e->observe_rpcs)
         op_runs_each_result(c->runs, key, observe, c);
-    if (p->duration_ns >= 0)
-        k8s_metric_observe_ns(c->m.duration, p->duration_ns);
-    k8s_metric_add(c->m.outcome[p->outcome], 1);
-    json_t *line = p->log ? json_pack("{s:s}", "resource", key) : NULL;
-    if (line && json_object_update(line, p->log) == 0)
+    if (e->duration_ns >= 0)
+        k8s_metric_observe_ns(c->m.duration, e->duration_ns);
+    k8s_metric_add(c->m.outcome[e->outcome], 1);
+    json_t *line = e->log ? json_pack("{s:s}", "resource", key) : NULL;
+    if (line && json_object_update(line, e->log) == 0)
         k8s_log_json(K8S_LOG_INFO, "capture", line);
     else
         json_decref(line);
     struct k8s_error err;
-    if (p->event_type &&
-        c->d.api.event(c->d.api.ud, obj, p->event_type, p->event_reason, p->event_msg, &err) < 0)
+    if (e->type && c->d.api.event(c->d.api.ud, obj, e->type, e->reason, e->msg, &err) < 0)
         k8s_log_json(K8S_LOG_WARN, "cannot post an event",
-                     json_pack("{s:s, s:s, s:s}", "resource", key, "reason", p->event_reason,
-                               "error", err.message));
+                     json_pack("{s:s, s:s, s:s}", "resource", key, "reason", e->reason, "error",
+                               err.message));
 }
 
-/* The pods are ours: write Running, then send the RPCs. */
-static int send(struct op_capture *c, struct op_plan *p, const json_t *obj, const char *key,
-                struct k8s_error *err)
-{
-    struct op_plan_dispatch *d = p->dispatch;
-    json_t *st = p->status;
-    p->status = NULL;
-    int r = put_status(c, obj, st, key, NULL, err);
-    if (r < 0) {
-        op_runs_unclaim(c->runs, key, d->resumed);
-        return r;
-    }
-    r = op_runs_submit(c->runs, key, d);
-    return r < 0 ? k8s_error_set(err, r, "cannot queue the RPCs") : 0;
-}
-
-/* How a plan ended: with a result, or asking to decide again. */
-enum applied { APPLIED, DECIDE_AGAIN };
-
+/* The answers to the questions a plan asks, for the next decision. */
 struct answers {
     char busy[700];
     bool busy_set;
     enum op_absent absent;
+    struct op_targets targets; /* the snapshot OP_FX_RESOLVE took */
+    bool has_targets;
     json_t *obj; /* the object as written, to go on from (owned) */
 };
 
-static enum applied apply_ask(struct op_capture *c, struct op_plan *p, const json_t *obj,
-                              const char *key, struct answers *a, enum k8s_result *res,
-                              struct k8s_error *err)
+static void answers_done(struct answers *a)
 {
-    if (p->ask == OP_ASK_CONFIRM) {
-        bool all = true;
-        for (size_t i = 0; all && i < p->n_confirm; i++)
-            all = c->d.api.absent(c->d.api.ud, p->confirm[i]);
-        a->absent = all ? OP_ABSENT_CONFIRMED : OP_ABSENT_FOUND;
-        return DECIDE_AGAIN;
-    }
-    int claimed = op_runs_claim(c->runs, key, op_str2(obj, "metadata", "uid"), p->dispatch, a->busy,
-                                sizeof(a->busy));
-    if (claimed < 0) {
-        *res = K8S_RETRY;
-        k8s_error_set(err, claimed, "out of memory");
-        return APPLIED;
-    }
-    if (claimed > 0) {
-        a->busy_set = true;
-        return DECIDE_AGAIN;
-    }
-    if (send(c, p, obj, key, err) < 0) {
-        *res = K8S_RETRY;
-        return APPLIED;
-    }
-    tell(c, p, obj, key);
-    return APPLIED;
+    if (a->has_targets)
+        op_targets_done(&a->targets);
+    json_decref(a->obj);
+    memset(a, 0, sizeof(*a));
 }
 
-static enum applied apply(struct op_capture *c, struct op_plan *p, const json_t *obj,
-                          const char *key, struct answers *a, enum k8s_result *res,
-                          struct k8s_error *err)
+/* One plan being applied. */
+struct apply {
+    struct op_capture *c;
+    struct op_plan *p;
+    const json_t *obj;
+    const char *key;
+    struct answers *a;
+    json_t *written;  /* the server's object after a write that OP_FX_AGAIN follows */
+    bool claimed;     /* the plan's pods are held: a failed write gives them up */
+    int64_t after_ns; /* K8S_REQUEUE_AFTER */
+    struct k8s_error *err;
+};
+
+/* How an effect went: on to the next, the plan's end with a result, or a
+ * question answered (decide again). */
+enum applied { NEXT, FAILED, DECIDE_AGAIN };
+
+static enum applied fail_with(struct apply *x, int rc, const char *what)
 {
-    *res = p->result;
-    if (p->result == K8S_RETRY)
-        *err = p->err;
-    if (p->drop)
-        op_runs_forget(c->runs, key, p->cancel_reason);
-    if (p->forget)
-        op_runs_drop(c->runs, key);
-    if (p->ask != OP_ASK_NONE)
-        return apply_ask(c, p, obj, key, a, res, err);
-    if (!p->status)
-        return APPLIED;
-    json_t *st = p->status, *written = NULL;
-    p->status = NULL;
-    if (put_status(c, obj, st, key, p->again ? &written : NULL, err) < 0) {
-        *res = K8S_RETRY;
-        return APPLIED;
-    }
-    tell(c, p, obj, key); /* the metrics read the results: before the release */
-    if (p->release)
-        op_runs_release(c->runs, key);
-    if (!p->again)
-        return APPLIED;
-    *a = (struct answers){.obj = written};
+    k8s_error_set(x->err, rc, "%s", what);
+    return FAILED;
+}
+
+/* The target pods from the caches, as of now. */
+static enum applied resolve(struct apply *x)
+{
+    struct op_stores st = {0};
+    x->c->d.stores(x->c->d.stores_ud, &st);
+    if (x->a->has_targets)
+        op_targets_done(&x->a->targets);
+    x->a->has_targets = op_targets_resolve(&x->p->spec, &st, &x->a->targets) == 0;
+    return x->a->has_targets ? DECIDE_AGAIN : fail_with(x, -K8S_ENOMEM, "out of memory");
+}
+
+static enum applied confirm(struct apply *x)
+{
+    bool all = true;
+    for (size_t i = 0; all && i < x->p->n_confirm; i++)
+        all = x->c->d.api.absent(x->c->d.api.ud, x->p->confirm[i]);
+    x->a->absent = all ? OP_ABSENT_CONFIRMED : OP_ABSENT_FOUND;
     return DECIDE_AGAIN;
+}
+
+static enum applied claim(struct apply *x)
+{
+    int r = op_runs_claim(x->c->runs, x->key, op_str2(x->obj, "metadata", "uid"), x->p->dispatch,
+                          x->a->busy, sizeof(x->a->busy));
+    if (r < 0)
+        return fail_with(x, r, "out of memory");
+    x->a->busy_set = r > 0;
+    x->claimed = r == 0;
+    return r > 0 ? DECIDE_AGAIN : NEXT;
+}
+
+static enum applied write(struct apply *x)
+{
+    json_t *st = x->p->status;
+    x->p->status = NULL;
+    bool again = op_plan_has(x->p, OP_FX_AGAIN);
+    if (put_status(x->c, x->obj, st, x->key, again ? &x->written : NULL, x->err) == 0)
+        return NEXT;
+    if (x->claimed) /* Running was never written: the pods were never ours to keep */
+        op_runs_unclaim(x->c->runs, x->key, x->p->dispatch->resumed);
+    return FAILED;
+}
+
+static enum applied submit(struct apply *x)
+{
+    int r = op_runs_submit(x->c->runs, x->key, x->p->dispatch);
+    return r < 0 ? fail_with(x, r, "cannot queue the RPCs") : NEXT;
+}
+
+static enum applied effect(struct apply *x, enum op_effect e, enum k8s_result *res)
+{
+    switch (e) {
+    case OP_FX_CANCEL:
+        op_runs_forget(x->c->runs, x->key, x->p->cancel_reason);
+        return NEXT;
+    case OP_FX_FORGET:
+        op_runs_drop(x->c->runs, x->key);
+        return NEXT;
+    case OP_FX_RESOLVE:
+        return resolve(x);
+    case OP_FX_CONFIRM:
+        return confirm(x);
+    case OP_FX_CLAIM:
+        return claim(x);
+    case OP_FX_WRITE:
+        return write(x);
+    case OP_FX_EVENT: /* the metrics read the results: before the release */
+        tell(x->c, &x->p->event, x->obj, x->key);
+        return NEXT;
+    case OP_FX_RELEASE:
+        op_runs_release(x->c->runs, x->key);
+        return NEXT;
+    case OP_FX_SUBMIT:
+        return submit(x);
+    case OP_FX_AGAIN:
+        return DECIDE_AGAIN;
+    case OP_FX_REQUEUE:
+        *res = K8S_REQUEUE_AFTER;
+        x->after_ns = x->p->after_ns;
+        return NEXT;
+    case OP_FX_RETRY:
+        *x->err = x->p->err;
+        return FAILED;
+    }
+    return NEXT;
+}
+
+/* Apply x->p's effects in order, until one fails or asks to decide again. */
+static enum applied apply(struct apply *x, enum k8s_result *res)
+{
+    *res = K8S_DONE;
+    for (size_t i = 0; i < x->p->n_fx; i++) {
+        enum applied how = effect(x, x->p->fx[i], res);
+        if (how == FAILED)
+            *res = K8S_RETRY;
+        if (how != NEXT)
+            return how;
+    }
+    return NEXT;
 }
 
 /* Decide and apply until a plan ends with a result. */
@@ -172,30 +228,27 @@ static enum k8s_result step(struct op_capture *c, const json_t *obj, const char 
     struct answers a = {0};
     enum k8s_result res = K8S_DONE;
     for (int round = 0; round < ROUNDS_MAX; round++) {
-        struct op_stores st = {0};
-        c->d.stores(c->d.stores_ud, &st);
         struct op_plan_in in = {.obj = a.obj ? a.obj : obj,
                                 .cfg = c->d.cfg,
-                                .stores = &st,
+                                .targets = a.has_targets ? &a.targets : NULL,
                                 .now_ns = now_ns(c),
                                 .busy = a.busy_set ? a.busy : NULL,
                                 .absent = a.absent};
         in.run = op_runs_view(c->runs, key, &in.stopping);
         struct op_plan p;
         op_plan_decide(&in, &p);
-        json_t *held = a.obj;
-        a.obj = NULL;
-        enum applied how = apply(c, &p, in.obj, key, &a, &res, err);
-        if (a.obj == NULL && how == DECIDE_AGAIN)
-            a.obj = held; /* an answer about the same object */
-        else
-            json_decref(held);
-        *after = p.after_ns;
+        struct apply x = {.c = c, .p = &p, .obj = in.obj, .key = key, .a = &a, .err = err};
+        enum applied how = apply(&x, &res);
+        *after = x.after_ns;
         op_plan_done(&p);
-        if (how == APPLIED)
+        if (x.written) { /* go on from the object as written, asking afresh */
+            answers_done(&a);
+            a.obj = x.written;
+        }
+        if (how != DECIDE_AGAIN)
             break;
     }
-    json_decref(a.obj);
+    answers_done(&a);
     return res;
 }
 

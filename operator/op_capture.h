@@ -5,10 +5,11 @@
  *   (new) → Pending → Running → Succeeded | Failed
  * writing every step through the status subresource. What to do is
  * op_plan's (the pure step); this module is the thin step around it: it
- * gathers the plan's input (the cache, the pod caches, its own record of
- * each resource's RPCs, the clock), applies the plan through op_api
- * (status writes with their 409 retries, Events, RPCs), and counts and
- * logs what was done.
+ * gathers the plan's input (the cache, its own record of each resource's
+ * RPCs, the clock, and, when a plan asks for them, the target pods
+ * resolved from the pod and workload caches), applies the plan's effects
+ * in order through op_api (status writes with their 409 retries, Events,
+ * RPCs), and counts and logs what was done.
  *
  * The status is the checkpoint: Running (with session id, attempt and
  * hosts) is written before any RPC; a Running resource this process has
@@ -46,6 +47,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "k8s_manager.h"
 #include "k8s_metrics.h"
 #include "k8s_store.h"
 #include "op_api.h"

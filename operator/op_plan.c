@@ -42,20 +42,56 @@ static time_t now_s(const struct op_plan_in *in)
     return (time_t)(in->now_ns / SEC);
 }
 
+/* Append effect e. The list's length is bounded by construction: at most
+ * CANCEL, then one branch's CLAIM, WRITE, SUBMIT, EVENT, and an ending. */
+static void fx(struct op_plan *p, enum op_effect e)
+{
+    if (p->n_fx < OP_PLAN_FX_MAX)
+        p->fx[p->n_fx++] = e;
+}
+
+bool op_plan_has(const struct op_plan *p, enum op_effect e)
+{
+    for (size_t i = 0; i < p->n_fx; i++)
+        if (p->fx[i] == e)
+            return true;
+    return false;
+}
+
+/* The Event and log line that follow the write (OP_FX_EVENT, listed by
+ * written()). */
 static void say(struct op_plan *p, const char *type, const char *reason, const char *phase,
                 const char *msg)
 {
-    p->event_type = type;
-    p->event_reason = reason;
-    snprintf(p->event_msg, sizeof(p->event_msg), "%s", msg);
-    json_decref(p->log);
-    p->log = json_pack("{s:s, s:s}", "phase", phase, "message", msg);
+    p->event.type = type;
+    p->event.reason = reason;
+    snprintf(p->event.msg, sizeof(p->event.msg), "%s", msg);
+    json_decref(p->event.log);
+    p->event.log = json_pack("{s:s, s:s}", "phase", phase, "message", msg);
+}
+
+/* Write status, then tell (when there is something to say), then give up
+ * the pods (release). */
+static void written(struct op_plan *p, json_t *status, bool release)
+{
+    p->status = status;
+    fx(p, OP_FX_WRITE);
+    if (p->event.type || p->event.log || p->event.outcome != OP_OUT_NONE)
+        fx(p, OP_FX_EVENT);
+    if (release)
+        fx(p, OP_FX_RELEASE);
+}
+
+static void requeue(struct op_plan *p, int64_t after_ns)
+{
+    p->after_ns = after_ns;
+    fx(p, OP_FX_REQUEUE);
 }
 
 static void oom(struct op_plan *p)
 {
-    p->result = K8S_RETRY;
     k8s_error_set(&p->err, -K8S_ENOMEM, "out of memory");
+    fx(p, OP_FX_RETRY);
 }
 
 /* ---------- terminal outcomes ---------- */
@@ -77,11 +113,9 @@ static void fail(const struct op_plan_in *in, struct op_plan *p, const char *rea
     if (invalid)
         op_condition_set(st, "Valid", "False", reason, msg, generation(obj), now_s(in));
     op_condition_set(st, "Complete", "True", "Failed", msg, generation(obj), now_s(in));
-    p->status = st;
-    p->release = true;
-    p->outcome = invalid ? OP_OUT_INVALID : OP_OUT_FAILED;
-    p->result = K8S_DONE;
+    p->event.outcome = invalid ? OP_OUT_INVALID : OP_OUT_FAILED;
     say(p, "Warning", reason, "Failed", msg);
+    written(p, st, true);
 }
 
 /* "pod a: INTERNAL: Another profiling session active.; pod b: ..." */
@@ -167,21 +201,20 @@ static void finish(const struct op_plan_in *in, struct op_plan *p)
     json_object_set_new(st, "captureResult", res);
     op_condition_set(st, "Complete", "True", ok ? "Succeeded" : "Failed", ok ? msg : failures,
                      generation(in->obj), now_s(in));
-    p->status = st;
-    p->release = true;
-    p->outcome = ok ? OP_OUT_SUCCEEDED : OP_OUT_FAILED;
-    p->observe_rpcs = true;
+    p->event.outcome = ok ? OP_OUT_SUCCEEDED : OP_OUT_FAILED;
+    p->event.observe_rpcs = true;
     time_t started = 0;
     const char *st_time = op_str2(in->obj, "status", "startTime");
     if (st_time && k8s_time_parse_rfc3339(st_time, &started) == 0)
-        p->duration_ns = (int64_t)(now_s(in) - started) * SEC;
+        p->event.duration_ns = (int64_t)(now_s(in) - started) * SEC;
     say(p, ok ? "Normal" : "Warning", ok ? "Succeeded" : "Failed", ok ? "Succeeded" : "Failed",
         ok ? msg : failures);
     int64_t first, last;
     wire_span(run, &first, &last);
-    json_object_update_missing_new(p->log, json_pack("{s:I, s:I, s:I}", "hosts", (json_int_t)run->n,
-                                                     "firstSentNs", (json_int_t)first, "lastSentNs",
-                                                     (json_int_t)last));
+    json_object_update_missing_new(
+        p->event.log, json_pack("{s:I, s:I, s:I}", "hosts", (json_int_t)run->n, "firstSentNs",
+                                (json_int_t)first, "lastSentNs", (json_int_t)last));
+    written(p, st, true);
 }
 
 /* Shutdown cancelled the RPCs: keep Running, say so, for the next leader. */
@@ -198,11 +231,9 @@ static void record_interrupted(const struct op_plan_in *in, struct op_plan *p)
     json_object_set_new(st, "hosts",
                         hosts_json(run->pods, run->files, NULL, run->n, "Interrupted"));
     op_condition_set(st, "Complete", "False", "Interrupted", msg, generation(in->obj), now_s(in));
-    p->status = st;
-    p->release = true;
-    p->outcome = OP_OUT_INTERRUPTED;
-    p->result = K8S_DONE;
+    p->event.outcome = OP_OUT_INTERRUPTED;
     say(p, "Warning", "Interrupted", "Running", msg);
+    written(p, st, true);
 }
 
 /* ---------- Pending ---------- */
@@ -225,9 +256,9 @@ static void write_pending(const struct op_plan_in *in, struct op_plan *p, const 
     if (!ready)
         op_condition_set(st, "TargetsReady", "False", "Waiting", msg, generation(obj), now_s(in));
     op_condition_set(st, "Complete", "False", "Pending", msg, generation(obj), now_s(in));
-    p->status = st;
     if (!was_pending)
         say(p, "Normal", "Pending", "Pending", msg);
+    written(p, st, false);
 }
 
 /* ---------- dispatch ---------- */
@@ -260,27 +291,54 @@ static json_t *running_status(const struct op_plan_in *in, const struct op_plan_
     return st;
 }
 
-/* The pods to claim, the files they write and the relay's targets. */
+/* The host_name a Profile request carries for a pod: its name, or without
+ * the override "<ip>:<port>" as xprof's own client names hosts. The
+ * profiler names its file after it, so it is never empty: JAX's server
+ * (0.10) writes "<root>/<session>/<host_name>.xplane.pb" verbatim, and an
+ * empty name would make every host write the same ".xplane.pb". */
+static void host_name(const struct op_target *t, int port, bool override, char *buf, size_t cap)
+{
+    bool v6 = strchr(t->ip, ':') != NULL;
+    if (override)
+        snprintf(buf, cap, "%s", t->pod);
+    else
+        snprintf(buf, cap, "%s%s%s:%d", v6 ? "[" : "", t->ip, v6 ? "]" : "", port);
+}
+
+/* The file a profiler writes for host_name: its ':' become '_'. */
+static void file_stem(const char *host, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", host);
+    for (char *c = buf; *c; c++)
+        if (*c == ':')
+            *c = '_';
+}
+
+/* The pods to claim, the host names they are sent, the files they write
+ * and the relay's targets. */
 static bool dispatch_hosts(const struct op_plan_in *in, const struct op_spec *s,
                            const struct op_targets *t, struct op_plan_dispatch *d)
 {
     d->n = t->n;
     d->pods = calloc(t->n, sizeof(*d->pods));
     d->files = calloc(t->n, sizeof(*d->files));
+    d->hosts = calloc(t->n, sizeof(*d->hosts));
+    d->n_hosts = d->hosts ? t->n : 0;
     d->targets = calloc(t->n, sizeof(*d->targets));
-    if (!d->pods || !d->files || !d->targets)
+    if (!d->pods || !d->files || !d->hosts || !d->targets)
         return false;
     bool override = !in->cfg->disable_hostname_override;
     for (size_t i = 0; i < t->n; i++) {
         char host[320], file[320];
-        d->targets[i] = (struct op_relay_target){t->v[i].pod, t->v[i].ip};
-        op_relay_host_name(&d->targets[i], s->port, override, host, sizeof(host));
-        op_relay_file_stem(host, file, sizeof(file));
-        if (asprintf(&d->pods[i], "%s/%s", s->pod_namespace, t->v[i].pod) < 0 ||
+        host_name(&t->v[i], s->port, override, host, sizeof(host));
+        file_stem(host, file, sizeof(file));
+        if (!(d->hosts[i] = strdup(host)) ||
+            asprintf(&d->pods[i], "%s/%s", s->pod_namespace, t->v[i].pod) < 0 ||
             asprintf(&d->files[i], "%s/%s.xplane.pb", d->location, file) < 0) {
             d->pods[i] = d->files[i] = NULL;
             return false;
         }
+        d->targets[i] = (struct op_relay_target){d->hosts[i], t->v[i].ip};
     }
     return true;
 }
@@ -301,7 +359,6 @@ static void dispatch_batch(const struct op_plan_in *in, const struct op_spec *s,
         .start_timestamp_ns = (uint64_t)start_ns,
         .repository_root = d->root,
         .session_id = d->session,
-        .host_name_override = !in->cfg->disable_hostname_override,
         .deadline_ms = deadline < ceiling ? deadline : ceiling,
         .max_retries = (int)in->cfg->capture_max_retries,
     };
@@ -315,13 +372,11 @@ static void dispatch(const struct op_plan_in *in, struct op_plan *p, int attempt
                      const char *session)
 {
     const struct op_spec *s = &p->spec;
-    const struct op_targets *t = &p->targets;
+    const struct op_targets *t = in->targets;
     if (in->busy) {
         if (!session)
             write_pending(in, p, in->busy, true);
-        p->after_ns = OP_BUSY_RECHECK_NS;
-        p->result = K8S_REQUEUE_AFTER;
-        return;
+        return requeue(p, OP_BUSY_RECHECK_NS);
     }
     struct op_plan_dispatch *d = calloc(1, sizeof(*d));
     if (!(p->dispatch = d))
@@ -338,33 +393,25 @@ static void dispatch(const struct op_plan_in *in, struct op_plan *p, int attempt
     if (!dispatch_hosts(in, s, t, d))
         return oom(p);
     dispatch_batch(in, s, d, start_ns);
-    p->status = running_status(in, d, s->duration_s);
-    p->ask = OP_ASK_CLAIM;
-    p->result = K8S_DONE;
     char msg[300];
     snprintf(msg, sizeof(msg), "%s %zu host%s, session %s, attempt %d",
              attempt > 1 ? "resumed the capture on" : "capturing", t->n, t->n > 1 ? "s" : "",
              d->session, attempt);
     say(p, "Normal", attempt > 1 ? "Resumed" : "Started", "Running", msg);
+    p->status = running_status(in, d, s->duration_s);
+    fx(p, OP_FX_CLAIM);
+    fx(p, OP_FX_WRITE);
+    fx(p, OP_FX_SUBMIT);
+    fx(p, OP_FX_EVENT);
 }
 
 /* ---------- the phases ---------- */
-
-static bool resolve(const struct op_plan_in *in, struct op_plan *p)
-{
-    if (op_targets_resolve(&p->spec, in->stores, &p->targets) < 0) {
-        oom(p);
-        return false;
-    }
-    p->has_targets = true;
-    return true;
-}
 
 /* Pods that exist but are not ready: wait, up to --pod-ready-timeout
  * after TargetsReady turned False. */
 static void wait_ready(const struct op_plan_in *in, struct op_plan *p)
 {
-    const struct op_targets *t = &p->targets;
+    const struct op_targets *t = in->targets;
     time_t since = op_condition_since(json_object_get(in->obj, "status"), "TargetsReady", "False");
     int64_t limit = in->cfg->pod_ready_timeout_ns / SEC;
     if (since && now_s(in) - since >= limit) {
@@ -375,25 +422,23 @@ static void wait_ready(const struct op_plan_in *in, struct op_plan *p)
     }
     write_pending(in, p, t->why, false);
     int64_t quarter = in->cfg->pod_ready_timeout_ns / 4;
-    p->after_ns = OP_WAIT_RECHECK_NS < quarter ? OP_WAIT_RECHECK_NS : quarter;
-    p->result = K8S_REQUEUE_AFTER;
+    requeue(p, OP_WAIT_RECHECK_NS < quarter ? OP_WAIT_RECHECK_NS : quarter);
 }
 
 static void pending(const struct op_plan_in *in, struct op_plan *p)
 {
-    if (!resolve(in, p))
-        return;
-    const struct op_targets *t = &p->targets;
+    const struct op_targets *t = in->targets;
     struct k8s_error verr;
-    if (t->state == OP_TARGETS_FAIL && t->n_absent && in->absent == OP_ABSENT_UNASKED) {
+    if (!t) {
+        fx(p, OP_FX_RESOLVE);
+    } else if (t->state == OP_TARGETS_FAIL && t->n_absent && in->absent == OP_ABSENT_UNASKED) {
         /* the cache said "not found": does the API server agree? A cache
          * can lag a pod or workload created just before the capture. */
-        p->ask = OP_ASK_CONFIRM;
         p->confirm = t->absent;
         p->n_confirm = t->n_absent;
+        fx(p, OP_FX_CONFIRM);
     } else if (t->state == OP_TARGETS_FAIL && t->n_absent && in->absent == OP_ABSENT_FOUND) {
-        p->after_ns = OP_CACHE_RECHECK_NS; /* there after all: let the cache catch up */
-        p->result = K8S_REQUEUE_AFTER;
+        requeue(p, OP_CACHE_RECHECK_NS); /* there after all: let the cache catch up */
     } else if (t->state == OP_TARGETS_FAIL) {
         fail(in, p, "TargetsNotFound", t->why);
     } else if (t->state == OP_TARGETS_WAIT) {
@@ -421,15 +466,15 @@ static void resume(const struct op_plan_in *in, struct op_plan *p)
                  (long long)attempts, attempts == 1 ? "" : "s", (long long)max, last ? last : "-");
         return fail(in, p, "Interrupted", msg);
     }
-    if (!resolve(in, p))
-        return;
+    const struct op_targets *t = in->targets;
     struct k8s_error verr;
-    if (p->targets.state != OP_TARGETS_READY) {
+    if (!t) {
+        fx(p, OP_FX_RESOLVE);
+    } else if (t->state != OP_TARGETS_READY) {
         char msg[1200];
-        snprintf(msg, sizeof(msg), "cannot resume the interrupted capture: %s", p->targets.why);
+        snprintf(msg, sizeof(msg), "cannot resume the interrupted capture: %s", t->why);
         fail(in, p, "TargetsNotReady", msg);
-    } else if (op_spec_check_sidecar(&p->spec, p->targets.n, in->cfg->sidecar_timeout_ns, &verr) <
-               0) {
+    } else if (op_spec_check_sidecar(&p->spec, t->n, in->cfg->sidecar_timeout_ns, &verr) < 0) {
         fail(in, p, "InvalidSpec", verr.message);
     } else {
         dispatch(in, p, (int)attempts + 1, session);
@@ -442,7 +487,8 @@ static void decide_live(const struct op_plan_in *in, struct op_plan *p)
     const char *phase = op_str2(in->obj, "status", "phase");
     enum op_run_state run = in->run.state;
     if (op_phase_terminal(phase)) {
-        p->forget = run == OP_RUN_NONE; /* terminal resources are not re-run */
+        if (run == OP_RUN_NONE) /* terminal resources are not re-run */
+            fx(p, OP_FX_FORGET);
         return;
     }
     if (run == OP_RUN_LIVE)
@@ -466,21 +512,21 @@ static void decide_live(const struct op_plan_in *in, struct op_plan *p)
         pending(in, p);
     } else { /* new: say it is valid, then go on from the object as written */
         write_pending(in, p, "validated; resolving the target pods", true);
-        p->again = true;
+        fx(p, OP_FX_AGAIN);
     }
 }
 
 void op_plan_decide(const struct op_plan_in *in, struct op_plan *p)
 {
     memset(p, 0, sizeof(*p));
-    p->duration_ns = -1;
+    p->event.duration_ns = -1;
     const json_t *meta = json_object_get(in->obj, "metadata");
     const char *uid = json_string_value(json_object_get(meta, "uid"));
     bool gone = !in->obj || json_object_get(meta, "deletionTimestamp");
     bool replaced = !gone && in->run.uid && strcmp(in->run.uid, uid ? uid : "");
-    if (gone || replaced) { /* deleting a resource cancels its RPCs */
-        p->drop = in->run.uid != NULL;
+    if ((gone || replaced) && in->run.uid) { /* deleting a resource cancels its RPCs */
         p->cancel_reason = "cancelled: the resource was deleted";
+        fx(p, OP_FX_CANCEL);
     }
     if (gone)
         return;
@@ -494,20 +540,21 @@ void op_plan_decide(const struct op_plan_in *in, struct op_plan *p)
 void op_plan_done(struct op_plan *p)
 {
     json_decref(p->status);
-    json_decref(p->log);
+    json_decref(p->event.log);
     struct op_plan_dispatch *d = p->dispatch;
     for (size_t i = 0; d && i < d->n; i++) {
         free(d->pods ? d->pods[i] : NULL);
         free(d->files ? d->files[i] : NULL);
     }
+    for (size_t i = 0; d && i < d->n_hosts; i++)
+        free(d->hosts[i]);
     if (d) {
         free(d->pods);
         free(d->files);
+        free(d->hosts);
         free(d->targets);
         free(d);
     }
-    if (p->has_targets)
-        op_targets_done(&p->targets);
     if (p->has_spec)
         op_spec_done(&p->spec);
     memset(p, 0, sizeof(*p));

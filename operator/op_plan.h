@@ -2,24 +2,32 @@
  * op_plan — the capture reconciler's pure step (DESIGN §4.2, §4.3): from
  * what is known about one MLDiagnosticsConnection to what should happen.
  *
- * In: the resource (as cached, or as we last wrote it), its target pods in
- * the caches, this process's record of its RPCs (none, in flight, results
- * in, interrupted), the clock, and the answers to the questions an earlier
+ * In: the resource (as cached, or as we last wrote it), a snapshot of its
+ * target pods (resolved by the caller when a plan asked for it), this
+ * process's record of its RPCs (none, in flight, results in,
+ * interrupted), the clock, and the answers to the questions an earlier
  * plan asked (were the pods free to claim, does the API server agree a
- * target is absent). Out: the status to write, the RPCs to cancel or to
- * send (with the pods to claim first), the Event, log line and metric that
- * follow a successful write, and when to look again.
+ * target is absent).
+ *
+ * Out: an ordered list of effects, each reading its part of the plan
+ * (the status to write, the batch to claim and send, the Event, log line
+ * and metrics that follow a write, when to look again); op_capture
+ * applies them in order, in one switch, and stops at the first that
+ * fails. Three effects end a round with a question, after which the
+ * caller decides again with the answer: OP_FX_RESOLVE (resolve spec's
+ * targets from the caches), OP_FX_CONFIRM (is each of confirm[] absent?),
+ * OP_FX_CLAIM when a pod is held (busy set); OP_FX_AGAIN decides again
+ * from the object as written.
  *
  * The phases: (new) → Pending → Running → Succeeded | Failed, deletion
- * from any of them. A plan either answers (result) or asks: OP_ASK_CLAIM
- * (claim dispatch->pods; on a conflict decide again with busy set),
- * OP_ASK_CONFIRM (is each of confirm[] absent? decide again with the
- * answer), or again (after writing status, decide again from the written
- * object). op_capture applies plans; this module does no I/O, takes no
- * lock and reads no clock: the same input gives the same plan.
+ * from any of them. The planner also names what the profilers write: the
+ * host_name each request carries and the file it becomes. It does no
+ * I/O, takes no lock, reads no cache and no clock: the same input gives
+ * the same plan.
  *
  * Thread-safety: reentrant. Ownership: a plan owns what it points to
- * (op_plan_done), except the strings of in it borrows (none outlive in).
+ * (op_plan_done), except what it borrows from in (the targets' addresses
+ * and confirm[]), which must outlive it.
  */
 #ifndef OP_PLAN_H
 #define OP_PLAN_H
@@ -29,7 +37,6 @@
 #include <stdint.h>
 
 #include "k8s_err.h"
-#include "k8s_manager.h"
 #include "op_config.h"
 #include "op_relay.h"
 #include "op_spec.h"
@@ -65,7 +72,9 @@ enum op_absent { OP_ABSENT_UNASKED, OP_ABSENT_CONFIRMED, OP_ABSENT_FOUND };
 struct op_plan_in {
     const json_t *obj; /* the resource (borrowed); NULL: gone */
     const struct op_config *cfg;
-    const struct op_stores *stores; /* the target pods and workloads */
+    /* the target pods of the plan's spec, as the caches had them (the
+     * answer to OP_FX_RESOLVE); NULL: not resolved yet */
+    const struct op_targets *targets;
     struct op_run_view run;
     int64_t now_ns; /* unix ns */
     bool stopping;  /* shutting down: dispatch nothing new */
@@ -82,7 +91,24 @@ enum op_outcome {
     OP_OUT_INTERRUPTED
 };
 
-enum op_ask { OP_ASK_NONE, OP_ASK_CLAIM, OP_ASK_CONFIRM };
+/* The effects, in the order a plan lists them. */
+enum op_effect {
+    OP_FX_CANCEL,  /* drop the record of an earlier resource: cancel its RPCs
+                    * (cancel_reason) when live, else forget it */
+    OP_FX_FORGET,  /* drop the record (terminal, nothing in flight) */
+    OP_FX_RESOLVE, /* resolve spec's target pods; decide again with them */
+    OP_FX_CONFIRM, /* is each of confirm[] absent? decide again with the answer */
+    OP_FX_CLAIM,   /* claim dispatch->pods; held by another: decide again with busy */
+    OP_FX_WRITE,   /* write status through the status subresource */
+    OP_FX_EVENT,   /* after the write: event's Event, log line and metrics */
+    OP_FX_RELEASE, /* give up the pods */
+    OP_FX_SUBMIT,  /* send dispatch's RPCs */
+    OP_FX_AGAIN,   /* decide again from the object as written */
+    OP_FX_REQUEUE, /* look again after after_ns */
+    OP_FX_RETRY    /* failed (err): back off and retry */
+};
+
+#define OP_PLAN_FX_MAX 8
 
 /* One capture attempt: claim pods, write status (Running), send batch. */
 struct op_plan_dispatch {
@@ -91,43 +117,44 @@ struct op_plan_dispatch {
     char location[1100]; /* <root>/<session> */
     int attempt;
     bool resumed; /* re-dispatch of a Running capture: a failure keeps its pods */
-    char **pods;  /* "ns/pod", n of them */
-    char **files; /* <location>/<host file>.xplane.pb */
-    struct op_relay_target *targets;
+    char **pods;  /* "ns/pod", n of them (the claim takes them) */
+    char **files; /* <location>/<host file>.xplane.pb (the claim takes them) */
     size_t n;
-    struct op_batch_spec batch; /* points into this struct and the plan */
+    char **hosts; /* the host_name each request carries, n_hosts of them */
+    size_t n_hosts;
+    struct op_relay_target *targets;
+    struct op_batch_spec batch; /* points into this struct and the input's targets */
     int64_t expected_ns;        /* how long the batch should take */
 };
 
-struct op_plan {
-    enum k8s_result result;
-    int64_t after_ns; /* K8S_REQUEUE_AFTER */
-    enum op_ask ask;
-    /* first, drop the record of an earlier resource: cancel its RPCs
-     * (cancel_reason) when live, else forget it */
-    bool drop;
-    const char *cancel_reason;
-    bool forget;                       /* drop the record now (terminal, nothing in flight) */
-    json_t *status;                    /* new: write it; NULL: nothing to write */
-    bool again;                        /* after the write, decide again from the written object */
-    bool release;                      /* after the write, give up the pods */
-    struct op_plan_dispatch *dispatch; /* OP_ASK_CLAIM */
-    char *const *confirm;              /* OP_ASK_CONFIRM: API paths, n_confirm */
-    size_t n_confirm;
-    /* after a successful write */
-    const char *event_type, *event_reason; /* NULL: no Event */
-    char event_msg[4096];
+/* What follows a successful write. */
+struct op_plan_event {
+    const char *type, *reason; /* the Event's */
+    char msg[4096];
     json_t *log; /* fields of the "capture" log line (new); NULL: none */
     enum op_outcome outcome;
-    bool observe_rpcs;    /* count the results' RPCs in the metrics */
-    int64_t duration_ns;  /* start to outcome, < 0 unknown */
-    struct k8s_error err; /* result K8S_RETRY: why */
-    /* owned */
-    struct op_spec spec;
-    bool has_spec;
-    struct op_targets targets;
-    bool has_targets;
+    bool observe_rpcs;   /* count the results' RPCs in the metrics */
+    int64_t duration_ns; /* start to outcome, < 0 unknown */
 };
+
+struct op_plan {
+    enum op_effect fx[OP_PLAN_FX_MAX]; /* in order */
+    size_t n_fx;
+    /* what the effects read */
+    const char *cancel_reason; /* OP_FX_CANCEL */
+    char *const *confirm;      /* OP_FX_CONFIRM: API paths, n_confirm */
+    size_t n_confirm;
+    struct op_plan_dispatch *dispatch; /* OP_FX_CLAIM, OP_FX_SUBMIT */
+    json_t *status;                    /* OP_FX_WRITE (new) */
+    struct op_plan_event event;        /* OP_FX_EVENT */
+    int64_t after_ns;                  /* OP_FX_REQUEUE */
+    struct k8s_error err;              /* OP_FX_RETRY */
+    struct op_spec spec;               /* OP_FX_RESOLVE: whose targets */
+    bool has_spec;
+};
+
+/* Does p list effect e? */
+bool op_plan_has(const struct op_plan *p, enum op_effect e);
 
 /* Decide what to do for in; *out owns what it says (op_plan_done). */
 void op_plan_decide(const struct op_plan_in *in, struct op_plan *out);

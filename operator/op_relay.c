@@ -293,25 +293,6 @@ static bool start_attempt(struct op_relay *r, struct host *h, int64_t now)
     return open_conn(r, h);
 }
 
-const char *op_relay_host_name(const struct op_relay_target *t, int port, bool override, char *buf,
-                               size_t cap)
-{
-    bool v6 = strchr(t->ip, ':') != NULL;
-    if (override)
-        snprintf(buf, cap, "%s", t->pod);
-    else
-        snprintf(buf, cap, "%s%s%s:%d", v6 ? "[" : "", t->ip, v6 ? "]" : "", port);
-    return buf;
-}
-
-void op_relay_file_stem(const char *host_name, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%s", host_name);
-    for (char *p = buf; *p; p++)
-        if (*p == ':')
-            *p = '_';
-}
-
 /* The pod's address; addrlen stays 0 when the IP does not parse. */
 static void set_address(struct host *h, const char *ip, int port)
 {
@@ -332,14 +313,12 @@ static void set_address(struct host *h, const char *ip, int port)
 static int setup_host(struct host *h, const struct op_batch_spec *s, size_t i)
 {
     const struct op_relay_target *t = &s->targets[i];
-    char host_name[320];
     struct op_profile_request rq = {
         .duration_ms = s->duration_ms,
         .start_timestamp_ns = s->start_timestamp_ns,
         .repository_root = s->repository_root,
         .session_id = s->session_id,
-        .host_name =
-            op_relay_host_name(t, s->port, s->host_name_override, host_name, sizeof(host_name)),
+        .host_name = t->host_name,
     };
     h->idx = i;
     h->fd = -1;

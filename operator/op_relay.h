@@ -35,8 +35,10 @@
 #include "k8s_err.h"
 
 struct op_relay_target {
-    const char *pod; /* pod name: the host_name sent, and for messages */
-    const char *ip;  /* pod IP, IPv4 or IPv6 */
+    /* the host_name the request carries (op_plan names it: the pod name, or
+     * "<ip>:<port>"); the profiler names its file after it, so never empty */
+    const char *host_name;
+    const char *ip; /* pod IP, IPv4 or IPv6 */
 };
 
 struct op_batch_spec {
@@ -47,8 +49,7 @@ struct op_batch_spec {
     uint64_t start_timestamp_ns; /* common start, unix ns; 0 = at once */
     const char *repository_root;
     const char *session_id;
-    bool host_name_override; /* false: host_name "<ip>:<port>" (op_relay_host_name) */
-    int64_t deadline_ms;     /* grpc-timeout of the first attempt; the batch's budget */
+    int64_t deadline_ms; /* grpc-timeout of the first attempt; the batch's budget */
     int max_retries;
 };
 
@@ -66,17 +67,6 @@ typedef void (*op_batch_done_fn)(void *ud, uint64_t id, const struct op_host_res
                                  size_t n);
 
 struct op_relay;
-
-/* The host_name a Profile request carries for t, written into buf: the pod
- * name, or without the override "<ip>:<port>" as xprof's own client names
- * hosts. The profiler names its file after it, so it is never empty: JAX's
- * server (0.10) writes "<root>/<session>/<host_name>.xplane.pb" verbatim,
- * and an empty name would make every host write the same ".xplane.pb". */
-const char *op_relay_host_name(const struct op_relay_target *t, int port, bool override, char *buf,
-                               size_t cap);
-
-/* The file a profiler writes for host_name: its ':' become '_'. */
-void op_relay_file_stem(const char *host_name, char *buf, size_t cap);
 
 /* Start the relay thread. -K8S_EIO / -K8S_ENOMEM. */
 int op_relay_new(struct op_relay **ret, struct k8s_error *reterr) K8S_MUST_CHECK;

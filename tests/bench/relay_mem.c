@@ -78,7 +78,6 @@ int main(int argc, char **argv)
         .start_timestamp_ns = (uint64_t)(k8s_real_ns() + START_IN_MS * K8S_NSEC_PER_MSEC),
         .repository_root = "/tmp/relay-mem/plugins/profile",
         .session_id = "relay-mem",
-        .host_name_override = true,
         .deadline_ms = 60000,
     };
     uint64_t id;

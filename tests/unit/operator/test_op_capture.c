@@ -114,6 +114,7 @@ static struct {
     pthread_mutex_t lock;
     json_t *world, *objs, *events; /* objs: "ns/name" -> the API server's object */
     int rv, conflicts, submit_failures, overlaps;
+    int running_failures; /* writes of Running that fail (-K8S_EIO) */
     struct fbatch b[BATCH];
     size_t nb;
     pthread_t cancellers[BATCH];
@@ -153,8 +154,12 @@ static int fake_put(void *ud, const json_t *obj, json_t *status, json_t **ret,
     const char *rv = op_str2(obj, "metadata", "resourceVersion");
     int r = 0;
     json_t *cached = NULL;
+    const char *phase = json_string_value(json_object_get(status, "phase"));
     if (!cur) {
         r = k8s_error_set(err, -K8S_ENOTFOUND, "%s not found", key);
+    } else if (w.running_failures > 0 && phase && !strcmp(phase, "Running")) {
+        w.running_failures--;
+        r = k8s_error_set(err, -K8S_EIO, "the API server is away");
     } else if (w.conflicts > 0 || !rv || strcmp(rv, op_str2(cur, "metadata", "resourceVersion"))) {
         if (w.conflicts > 0) { /* another writer got there first */
             w.conflicts--;
@@ -217,8 +222,8 @@ static int fake_submit(void *ud, const struct op_batch_spec *spec, op_batch_done
     *b = (struct fbatch){.id = w.nb + 1, .n = spec->n, .done = done, .ud = done_ud};
     snprintf(b->session, sizeof(b->session), "%s", spec->session_id);
     for (size_t i = 0; i < spec->n; i++) {
-        w.overlaps += pod_busy(spec->targets[i].pod); /* the profiler's lock is taken */
-        snprintf(b->pods[i], sizeof(b->pods[i]), "%s", spec->targets[i].pod);
+        w.overlaps += pod_busy(spec->targets[i].host_name); /* the profiler's lock is taken */
+        snprintf(b->pods[i], sizeof(b->pods[i]), "%s", spec->targets[i].host_name);
     }
     *ret_id = b->id;
     w.nb++;
@@ -594,6 +599,28 @@ Test(capture, a_status_write_lost_to_another_writer_is_retried)
     struct k8s_error err = {0};
     cr_assert_eq(op_capture_reconcile(c, "ml/y", &after, &err), K8S_RETRY);
     cr_assert_eq(err.err, -K8S_ECONFLICT);
+    crash(c);
+}
+
+/* The pods are claimed before Running is written: when that write fails
+ * they are given up, so another capture is not kept waiting for RPCs that
+ * were never sent. */
+Test(capture, a_running_write_that_fails_gives_the_pods_up)
+{
+    create("x", "p-0", NULL);
+    struct op_capture *c = start();
+    w.running_failures = 1;
+    int64_t after;
+    struct k8s_error err = {0};
+    cr_assert_eq(op_capture_reconcile(c, "ml/x", &after, &err), K8S_RETRY);
+    cr_assert_eq(err.err, -K8S_EIO);
+    cr_assert_str_eq(phase_of("ml/x"), "Pending");
+    cr_assert_eq(w.nb, 0, "no RPC without the checkpoint");
+    create("y", "p-0", NULL);
+    cr_assert_eq(rec(c, "ml/y"), K8S_DONE);
+    cr_assert_str_eq(phase_of("ml/y"), "Running", "p-0 was given up");
+    cr_assert_eq(rec(c, "ml/x"), K8S_REQUEUE_AFTER);
+    cr_assert_str_eq(status_str("ml/x", "message"), "pod p-0 is busy with capture ml/y");
     crash(c);
 }
 

@@ -235,7 +235,6 @@ static uint64_t submit(struct op_relay *r, const char *const *pods, size_t n, in
         .duration_ms = 2000,
         .repository_root = "gs://bucket/r/plugins/profile",
         .session_id = "2025_12_01_04_17_10",
-        .host_name_override = true,
         .deadline_ms = 20000,
         .max_retries = retries,
     };
@@ -389,17 +388,4 @@ Test(op_relay, no_targets_is_invalid)
     uint64_t id;
     cr_assert_eq(op_relay_submit(r, &b, on_done, NULL, &id), -K8S_EINVAL);
     op_relay_free(r);
-}
-
-Test(op_relay, host_names_and_their_files)
-{
-    char buf[64], file[64];
-    struct op_relay_target t = {"p-0", "10.0.0.1"}, t6 = {"p-1", "fd00::1"};
-    cr_assert_str_eq(op_relay_host_name(&t, 8471, true, buf, sizeof(buf)), "p-0");
-    cr_assert_str_eq(op_relay_host_name(&t, 8471, false, buf, sizeof(buf)), "10.0.0.1:8471");
-    op_relay_file_stem(buf, file, sizeof(file));
-    cr_assert_str_eq(file, "10.0.0.1_8471");
-    cr_assert_str_eq(op_relay_host_name(&t6, 8471, false, buf, sizeof(buf)), "[fd00::1]:8471");
-    op_relay_file_stem(buf, file, sizeof(file));
-    cr_assert_str_eq(file, "[fd00__1]_8471");
 }
