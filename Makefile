@@ -15,7 +15,8 @@
 #               that failed at least once (scripts/test-repeat.sh)
 #   make bench  webhook vs a Go net/http peer vs nginx (wrk over TLS); the
 #               operator's capture across 1,536 profilers with 10,000 pods cached;
-#               500 pod creates through the real kube-apiserver per webhook
+#               500 pod creates through the real kube-apiserver per webhook; then
+#               the current table of every target (tests/bench/out/summary.md)
 #   make fuzz   libFuzzer targets (clang), seeded from fixtures
 #   make manifests  write what repeats the kind table (libk8s/ml/k8s_kinds.c:
 #               the charts' RBAC rules and descriptions, the CRD's workloadRef
@@ -111,7 +112,8 @@ bench:
 	tests/bench/run.sh $(BUILD)/bin
 	/usr/bin/python3 tests/bench/operator_bench.py $(BUILD)/bin
 	tests/e2e/build.sh >/dev/null && MLD_BIN_DIR=$(CURDIR)/$(BUILD)/bin \
-	  $$(tests/e2e/venv.sh) -B tests/e2e/bench_apiserver.py
+	  $$(tests/e2e/venv.sh) -B tests/e2e/bench_apiserver.py --report tests/bench/out/apiserver.md
+	/usr/bin/python3 -B tests/bench/summary.py tests/bench/out
 
 fuzz:
 	@scripts/deps.sh fuzz
