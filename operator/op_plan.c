@@ -348,7 +348,7 @@ static bool dispatch_hosts(const struct op_plan_in *in, const struct op_spec *s,
 static void dispatch_batch(const struct op_plan_in *in, const struct op_spec *s,
                            struct op_plan_dispatch *d, int64_t start_ns)
 {
-    int64_t dur_ms = s->duration_s * 1000, delay_ms = op_start_delay_ms(d->n);
+    int64_t dur_ms = s->duration_s * 1000, delay_ms = op_spec_start_delay_ms(s, d->n);
     int64_t deadline = (dur_ms * 2 > 60000 ? dur_ms * 2 : 60000) + delay_ms;
     int64_t ceiling = in->cfg->sidecar_timeout_ns / K8S_NSEC_PER_MSEC;
     d->batch = (struct op_batch_spec){
@@ -356,6 +356,8 @@ static void dispatch_batch(const struct op_plan_in *in, const struct op_spec *s,
         .n = d->n,
         .port = s->port,
         .duration_ms = (uint64_t)dur_ms,
+        .levels = {(uint32_t)s->options.host_tracer_level, (uint32_t)s->options.device_tracer_level,
+                   (uint32_t)s->options.python_tracer_level},
         .start_timestamp_ns = (uint64_t)start_ns,
         .repository_root = d->root,
         .session_id = d->session,
@@ -381,7 +383,7 @@ static void dispatch(const struct op_plan_in *in, struct op_plan *p, int attempt
     struct op_plan_dispatch *d = calloc(1, sizeof(*d));
     if (!(p->dispatch = d))
         return oom(p);
-    int64_t start_ns = in->now_ns + op_start_delay_ms(t->n) * K8S_NSEC_PER_MSEC;
+    int64_t start_ns = in->now_ns + op_spec_start_delay_ms(s, t->n) * K8S_NSEC_PER_MSEC;
     if (session)
         snprintf(d->session, sizeof(d->session), "%s", session);
     else

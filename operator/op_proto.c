@@ -45,10 +45,11 @@ static int field_string(struct k8s_buf *b, unsigned field, const char *s)
 /* ProfileOptions, in field order. */
 static int encode_options(const struct op_profile_request *rq, struct k8s_buf *b)
 {
-    int r = field_varint(b, 1, 1);     /* include_dataset_ops */
-    r = r ? r : field_varint(b, 2, 2); /* host_tracer_level */
-    r = r ? r : field_varint(b, 3, 1); /* device_tracer_level */
-    r = r ? r : field_varint(b, 4, 1); /* python_tracer_level */
+    int r = field_varint(b, 1, 1); /* include_dataset_ops */
+    /* proto3: a level of 0 is the field's default, left out as protobuf does */
+    r = r || !rq->levels.host ? r : field_varint(b, 2, rq->levels.host);
+    r = r || !rq->levels.device ? r : field_varint(b, 3, rq->levels.device);
+    r = r || !rq->levels.python ? r : field_varint(b, 4, rq->levels.python);
     r = r ? r : field_varint(b, 5, 1); /* version */
     if (r == 0 && rq->start_timestamp_ns)
         r = field_varint(b, 8, rq->start_timestamp_ns);

@@ -47,8 +47,19 @@ enum op_grpc_code {
 
 #define OP_PROFILE_MAX_EVENTS 1000000
 
+/* What the profiler records (ProfileOptions 2, 3, 4). */
+struct op_tracer_levels {
+    uint32_t host;   /* 0 off, 1 user TraceMe, 2 + high-level execution, 3 verbose */
+    uint32_t device; /* 0 off, 1 on */
+    uint32_t python; /* 0 off, 1 on */
+};
+
+/* jax.profiler's own client's levels (DefaultPythonProfileOptions). */
+#define OP_TRACER_LEVELS_DEFAULT ((struct op_tracer_levels){2, 1, 1})
+
 struct op_profile_request {
-    uint64_t duration_ms;        /* fields 1 and opts.9 alike */
+    uint64_t duration_ms; /* fields 1 and opts.9 alike */
+    struct op_tracer_levels levels;
     uint64_t start_timestamp_ns; /* opts.8; 0: start at once */
     const char *repository_root; /* 5 */
     const char *session_id;      /* 6 */

@@ -315,6 +315,7 @@ static int setup_host(struct host *h, const struct op_batch_spec *s, size_t i)
     const struct op_relay_target *t = &s->targets[i];
     struct op_profile_request rq = {
         .duration_ms = s->duration_ms,
+        .levels = s->levels,
         .start_timestamp_ns = s->start_timestamp_ns,
         .repository_root = s->repository_root,
         .session_id = s->session_id,

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "k8s_err.h"
+#include "op_proto.h"
 
 struct op_relay_target {
     /* the host_name the request carries (op_plan names it: the pod name, or
@@ -46,6 +47,7 @@ struct op_batch_spec {
     size_t n;
     int port;
     uint64_t duration_ms;
+    struct op_tracer_levels levels;
     uint64_t start_timestamp_ns; /* common start, unix ns; 0 = at once */
     const char *repository_root;
     const char *session_id;

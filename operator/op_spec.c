@@ -1,5 +1,6 @@
 #include "op_spec.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,19 +59,19 @@ void op_spec_done(struct op_spec *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* An integer field within [lo, hi]; required. */
-static int int_field(const json_t *tc, const char *name, long long lo, long long hi, long long *ret,
-                     struct k8s_error *reterr)
+/* An integer field of obj (at path) within [lo, hi]; required. */
+static int int_field(const json_t *obj, const char *path, const char *name, long long lo,
+                     long long hi, long long *ret, struct k8s_error *reterr)
 {
-    const json_t *v = json_object_get(tc, name);
+    const json_t *v = json_object_get(obj, name);
     if (!v || json_is_null(v))
-        return k8s_error_set(reterr, -K8S_EINVAL, F "%s: required", name);
+        return k8s_error_set(reterr, -K8S_EINVAL, "%s%s: required", path, name);
     if (!json_is_integer(v))
-        return k8s_error_set(reterr, -K8S_EINVAL, F "%s: must be an integer", name);
+        return k8s_error_set(reterr, -K8S_EINVAL, "%s%s: must be an integer", path, name);
     long long x = json_integer_value(v);
     if (x < lo || x > hi)
-        return k8s_error_set(reterr, -K8S_EINVAL, F "%s: must be between %lld and %lld (got %lld)",
-                             name, lo, hi, x);
+        return k8s_error_set(reterr, -K8S_EINVAL, "%s%s: must be between %lld and %lld (got %lld)",
+                             path, name, lo, hi, x);
     *ret = x;
     return 0;
 }
@@ -250,13 +251,42 @@ static int namespace_rule(struct op_spec *s, const char *own, const char *pod_ns
     return 0;
 }
 
+/* The options' fields, their ranges and defaults: one row each. */
+static const struct {
+    const char *name;
+    long long lo, hi, def;
+    size_t at; /* offsetof in struct op_options */
+} option_rows[] = {
+    {"hostTracerLevel", 0, 3, 2, offsetof(struct op_options, host_tracer_level)},
+    {"deviceTracerLevel", 0, 1, 1, offsetof(struct op_options, device_tracer_level)},
+    {"pythonTracerLevel", 0, 1, 1, offsetof(struct op_options, python_tracer_level)},
+    {"delayMs", 0, 3600000, 0, offsetof(struct op_options, delay_ms)},
+};
+
+/* spec.triggerCapture.options into s->options, each field optional. */
+static int options(struct op_spec *s, const json_t *opts, struct k8s_error *reterr)
+{
+    if (opts && !json_is_null(opts) && !json_is_object(opts))
+        return k8s_error_set(reterr, -K8S_EINVAL, F "options: must be an object");
+    for (size_t i = 0; i < sizeof(option_rows) / sizeof(option_rows[0]); i++) {
+        const json_t *v = json_object_get(opts, option_rows[i].name);
+        long long x = option_rows[i].def;
+        if (v && !json_is_null(v) &&
+            int_field(opts, F "options.", option_rows[i].name, option_rows[i].lo, option_rows[i].hi,
+                      &x, reterr) < 0)
+            return -K8S_EINVAL;
+        *(int64_t *)((char *)&s->options + option_rows[i].at) = x;
+    }
+    return 0;
+}
+
 static int parse(const json_t *tc, const char *own, const struct op_spec_limits *lim,
                  struct op_spec *s, struct k8s_error *reterr)
 {
     long long port, dur;
     const char *pods = NULL, *pod_ns = NULL, *profiler = NULL, *loc = NULL;
-    int r = int_field(tc, "capturePort", 1, 65535, &port, reterr);
-    r = r ? r : int_field(tc, "durationSeconds", 1, 2147483647, &dur, reterr);
+    int r = int_field(tc, F, "capturePort", 1, 65535, &port, reterr);
+    r = r ? r : int_field(tc, F, "durationSeconds", 1, 2147483647, &dur, reterr);
     if (r == 0 && dur * K8S_NSEC_PER_SEC > lim->max_duration_ns) {
         char max[32];
         k8s_duration_format(lim->max_duration_ns, max);
@@ -286,6 +316,7 @@ static int parse(const json_t *tc, const char *own, const struct op_spec_limits 
         return k8s_error_set(reterr, -K8S_EINVAL, F "podName: required (or " F "workloadRef)");
     r = has_ref ? workload_ref(s, ref, reterr) : split_pods(s, pods, reterr);
     r = r ? r : namespace_rule(s, own, pod_ns, lim, reterr);
+    r = r ? r : options(s, json_object_get(tc, "options"), reterr);
     return r ? r : storage(s, loc, reterr);
 }
 
@@ -294,10 +325,16 @@ int64_t op_start_delay_ms(size_t hosts)
     return 250 + (int64_t)(hosts / 2);
 }
 
+int64_t op_spec_start_delay_ms(const struct op_spec *s, size_t hosts)
+{
+    int64_t need = op_start_delay_ms(hosts);
+    return s->options.delay_ms > need ? s->options.delay_ms : need;
+}
+
 int op_spec_check_sidecar(const struct op_spec *s, size_t hosts, int64_t sidecar_timeout_ns,
                           struct k8s_error *reterr)
 {
-    int64_t delay_ms = op_start_delay_ms(hosts);
+    int64_t delay_ms = op_spec_start_delay_ms(s, hosts);
     if (!sidecar_timeout_ns ||
         s->duration_s * 1000 + delay_ms <= sidecar_timeout_ns / K8S_NSEC_PER_MSEC)
         return 0;

@@ -28,7 +28,18 @@
  * the RPC's repository_root and the status's paths are built from it */
 #define OP_MAX_STORAGE 1024
 
+/* spec.triggerCapture.options: what the profiler records, sent in every
+ * request's ProfileOptions, and how far ahead the common start is set.
+ * Each absent field keeps its default (the table in op_spec.c). */
+struct op_options {
+    int64_t host_tracer_level;   /* 0-3, default 2 */
+    int64_t device_tracer_level; /* 0-1, default 1 */
+    int64_t python_tracer_level; /* 0-1, default 1 */
+    int64_t delay_ms;            /* 0-3,600,000; the start at least this far ahead; default 0 */
+};
+
 struct op_spec {
+    struct op_options options;
     int port;
     int64_t duration_s;
     char **pods; /* podName split on commas, trimmed, duplicates dropped */
@@ -59,8 +70,12 @@ void op_spec_done(struct op_spec *s);
  * (time to open every connection first), in milliseconds. */
 int64_t op_start_delay_ms(size_t hosts);
 
+/* The start delay of s over `hosts` pods: op_start_delay_ms(hosts), or
+ * options.delayMs when that is longer. */
+int64_t op_spec_start_delay_ms(const struct op_spec *s, size_t hosts);
+
 /* Does the capture fit in the sidecar timeout over `hosts` pods
- * (durationSeconds + op_start_delay_ms(hosts) <= sidecar_timeout_ns)?
+ * (durationSeconds + op_spec_start_delay_ms(s, hosts) <= sidecar_timeout_ns)?
  * -K8S_EINVAL when not, reterr naming durationSeconds and --sidecar-timeout
  * with both values. sidecar_timeout_ns 0: always fits. */
 int op_spec_check_sidecar(const struct op_spec *s, size_t hosts, int64_t sidecar_timeout_ns,

@@ -75,6 +75,7 @@ int main(int argc, char **argv)
         .n = n,
         .port = port,
         .duration_ms = DURATION_MS,
+        .levels = OP_TRACER_LEVELS_DEFAULT,
         .start_timestamp_ns = (uint64_t)(k8s_real_ns() + START_IN_MS * K8S_NSEC_PER_MSEC),
         .repository_root = "/tmp/relay-mem/plugins/profile",
         .session_id = "relay-mem",

@@ -62,7 +62,9 @@ for path in sys.argv[1:]:
     tools = raw_to_tool_data.xspace_to_tool_names([path])
     data, ctype = raw_to_tool_data.xspace_to_tool_data([path], "trace_viewer", {})
     events = json.loads(data).get("traceEvents", []) if data else []
-    out[path] = {"tools": tools, "trace_events": len(events)}
+    # the Python tracer's events are named "$<file>:<line> <function>"
+    python = sum(1 for e in events if str(e.get("name", "")).startswith("$"))
+    out[path] = {"tools": tools, "trace_events": len(events), "python_events": python}
 print(json.dumps(out))
 """
 
@@ -176,6 +178,23 @@ class SeedOperatorJax08(Captures):
         reasons = [e["reason"] for e in self.events(JAX["ns"], "MLDiagnosticsConnection",
                                                     "seed-one-pod")]
         self.assertGreaterEqual(len(set(reasons)), 2, reasons)
+
+
+    def test_python_tracer_level_reaches_the_real_profiler(self):
+        """spec.triggerCapture.options travel in ProfileOptions: the real JAX
+        server records Python function calls at level 1 and none at 0."""
+        pod = JAX["pods"][1]
+        storage = os.path.join(JAX["storage"], "python-tracer")
+        python = {}
+        for level in (0, 1):
+            mldc = self.capture("python-tracer-%d" % level, {
+                "podName": pod["metadata"]["name"], "storageLocation": storage,
+                "options": {"pythonTracerLevel": level, "hostTracerLevel": 2}})
+            out = self.assert_profiles(mldc, storage, ["%s_9999" % pod["status"]["podIP"]])
+            (got,) = self.xprof_read(glob.glob(os.path.join(out, "*.xplane.pb"))).values()
+            python[level] = got["python_events"]
+        self.assertEqual(python[0], 0, python)
+        self.assertGreater(python[1], 0, python)
 
 
 class DefaultOperatorJax09(Captures):

@@ -73,6 +73,21 @@ class CrdTest(unittest.TestCase):
         o["spec"]["triggerCapture"]["workloadRef"]["kind"] = "Deployment"
         self.assertIn("not in", str(self.errors(o)))
 
+    def test_profiler_options_with_the_ranges_the_profiler_accepts(self):
+        o = copy.deepcopy(GOOD)
+        o["spec"]["triggerCapture"]["options"] = {"hostTracerLevel": 3, "deviceTracerLevel": 0,
+                                                  "pythonTracerLevel": 0, "delayMs": 30000}
+        self.assertEqual(self.errors(o), [])
+        o["spec"]["triggerCapture"]["options"] = {}
+        self.assertEqual(self.errors(o), [], "every option is optional")
+        for field, value, why in (("hostTracerLevel", 4, "above"),
+                                  ("deviceTracerLevel", 2, "above"),
+                                  ("pythonTracerLevel", -1, "below"),
+                                  ("delayMs", 3600001, "above"),
+                                  ("pythonTracerLevel", "1", "integer")):
+            o["spec"]["triggerCapture"]["options"] = {field: value}
+            self.assertIn(why, str(self.errors(o)), field)
+
     def test_invalid_resources(self):
         for field, value, why in (("capturePort", 0, "below"), ("capturePort", 70000, "above"),
                                   ("durationSeconds", 0, "below"), ("profiler", "x", "not in"),

@@ -213,6 +213,23 @@ class CaptureTest(OperatorTest):
         self.assertEqual(conds["Complete"]["status"], "True")
         self.assertEqual(conds["Complete"]["reason"], "Succeeded")
 
+    def test_the_profilers_options_reach_every_host(self):
+        pods = self.pods("opts", 2)
+        created = time.time_ns()
+        self.capture("opts", podName=",".join(pods), durationSeconds=1,
+                     options={"hostTracerLevel": 3, "deviceTracerLevel": 0,
+                              "pythonTracerLevel": 0, "delayMs": 1500})
+        st = self.wait_phase("opts")["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+        for pod in pods:
+            (r,) = self.prof.requests_for(pod)
+            self.assertEqual((r["opts"]["host_tracer_level"], r["opts"]["device_tracer_level"],
+                              r["opts"]["python_tracer_level"]), (3, 0, 0))
+            self.assertEqual(r["opts"]["version"], 1, "else the profiler drops the levels")
+            start = r["opts"]["start_timestamp_ns"]
+            self.assertGreaterEqual(start - created, 1500 * 10**6, "delayMs moves the start")
+            self.assertLess(start - created, 3500 * 10**6)
+
     def test_gcs_storage_location(self):
         pods = self.pods("gcs", 2)
         self.capture("gcs", podName=",".join(pods), storageLocation="gs://my-bucket/runs/r1/")

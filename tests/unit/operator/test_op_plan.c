@@ -203,6 +203,9 @@ Test(op_plan, pending_with_ready_pods_claims_them_then_writes_running_and_sends)
     cr_assert_eq(d->batch.deadline_ms, 60000 + delay, "max(60 s, 2 x 10 s) + start delay");
     cr_assert_eq(d->batch.duration_ms, 10000);
     cr_assert_eq(d->batch.port, 8471);
+    cr_assert_eq(d->batch.levels.host, 2, "jax.profiler's own client's levels");
+    cr_assert_eq(d->batch.levels.device, 1);
+    cr_assert_eq(d->batch.levels.python, 1);
     cr_assert_str_eq(d->targets[1].host_name, "p-1", "named after the pod (the default)");
     cr_assert_str_eq(d->targets[1].ip, "10.0.0.11");
     cr_assert_str_eq(d->files[0], files2[0]);
@@ -250,6 +253,26 @@ Test(op_plan, host_names_and_their_files_without_the_override)
     cr_assert(!strncmp(d->files[0], dir, strlen(dir)), "%s", d->files[0]);
     cr_assert_str_eq(d->files[0] + strlen(dir), "10.0.0.1_8471.xplane.pb");
     cr_assert_str_eq(d->files[1] + strlen(dir), "[fd00__1]_8471.xplane.pb");
+    json_decref(obj);
+}
+
+/* spec.triggerCapture.options: the tracer levels travel in the batch, and
+ * delayMs moves the common start (and the deadline) further ahead. */
+Test(op_plan, options_set_the_levels_and_a_later_start)
+{
+    json_t *obj = resource(json_pack("{s:s}", "phase", "Pending"));
+    json_object_set_new(json_object_get(json_object_get(obj, "spec"), "triggerCapture"), "options",
+                        json_pack("{s:i, s:i, s:i}", "hostTracerLevel", 3, "pythonTracerLevel", 0,
+                                  "delayMs", 30000));
+    struct op_plan_in in = input(obj);
+    decide(&in);
+    const struct op_batch_spec *b = &p.dispatch->batch;
+    cr_assert_eq(b->levels.host, 3);
+    cr_assert_eq(b->levels.device, 1, "left at its default");
+    cr_assert_eq(b->levels.python, 0);
+    cr_assert_eq(b->start_timestamp_ns, (uint64_t)(NOW + 30 * K8S_NSEC_PER_SEC));
+    cr_assert_eq(b->deadline_ms, 60000 + 30000, "max(60 s, 2 x 10 s) + the delay");
+    cr_assert_str_eq(p.dispatch->session, "2025_12_01_04_17_40", "the session is the start");
     json_decref(obj);
 }
 

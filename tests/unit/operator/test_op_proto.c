@@ -26,6 +26,7 @@ Test(op_proto, request_matches_protobuf)
 {
     struct op_profile_request rq = {
         .duration_ms = 5000,
+        .levels = OP_TRACER_LEVELS_DEFAULT,
         .start_timestamp_ns = 1796000000123456789ULL,
         .repository_root = "gs://bucket/run-1/plugins/profile",
         .session_id = "2026_11_30_03_00_00",
@@ -38,11 +39,27 @@ Test(op_proto, request_without_host_or_start)
 {
     struct op_profile_request rq = {
         .duration_ms = 60000,
+        .levels = OP_TRACER_LEVELS_DEFAULT,
         .repository_root = "/data/profiles/plugins/profile",
         .session_id = "2026_01_02_03_04_05",
         .host_name = "",
     };
     expect_encoding(&rq, "unit/op_proto/request-nohost.bin");
+}
+
+/* Levels other than the defaults; a level of 0 is left out, as protobuf
+ * leaves out a proto3 field at its default. */
+Test(op_proto, request_with_tracer_levels)
+{
+    struct op_profile_request rq = {
+        .duration_ms = 3000,
+        .levels = {.host = 3, .device = 0, .python = 0},
+        .start_timestamp_ns = 1796000000000000000ULL,
+        .repository_root = "/data/profiles/plugins/profile",
+        .session_id = "2026_01_02_03_04_05",
+        .host_name = "10.0.0.1:8471",
+    };
+    expect_encoding(&rq, "unit/op_proto/request-levels.bin");
 }
 
 static int decode(const char *fixture, struct op_profile_response *out, struct k8s_error *err)

@@ -233,6 +233,7 @@ static uint64_t submit(struct op_relay *r, const char *const *pods, size_t n, in
         .n = n,
         .port = port,
         .duration_ms = 2000,
+        .levels = OP_TRACER_LEVELS_DEFAULT,
         .repository_root = "gs://bucket/r/plugins/profile",
         .session_id = "2025_12_01_04_17_10",
         .deadline_ms = 20000,

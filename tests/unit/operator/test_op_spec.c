@@ -96,6 +96,15 @@ Test(op_spec, valid_cases)
             cr_assert_str_eq(s.ref_kind->group, json_string_value(v), "%s", name);
         if ((v = json_object_get(want, "refName")))
             cr_assert_str_eq(s.ref_name, json_string_value(v), "%s", name);
+        if ((v = json_object_get(want, "options"))) {
+            const struct op_options *o = &s.options;
+            int64_t got[] = {o->host_tracer_level, o->device_tracer_level, o->python_tracer_level,
+                             o->delay_ms};
+            const char *keys[] = {"host", "device", "python", "delayMs"};
+            for (size_t k = 0; k < 4; k++)
+                cr_assert_eq(got[k], json_integer_value(json_object_get(v, keys[k])), "%s: %s",
+                             name, keys[k]);
+        }
         if ((v = json_object_get(want, "pods"))) {
             cr_assert_eq(s.n_pods, json_array_size(v), "%s", name);
             for (size_t k = 0; k < s.n_pods; k++)
