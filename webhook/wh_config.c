@@ -8,7 +8,7 @@
 #include "k8s_cpu.h"
 #include "k8s_flags.h"
 #include "k8s_time.h"
-#include "wh_env.h"
+#include "wh_envbase.h"
 
 static const char *env_or(const char *name, const char *dflt)
 {

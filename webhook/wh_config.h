@@ -51,7 +51,7 @@ struct wh_config {
     char *skip_store;
     const char *skip[WH_MAX_SKIP];
     size_t n_skip;
-    struct wh_envbase *env_base; /* the injected variables these settings alone fix (wh_env) */
+    struct wh_envbase *env_base; /* the injected variables these settings alone fix (wh_envbase) */
     /* API access */
     bool standalone;
     const char *kubeconfig;

@@ -11,132 +11,11 @@
 #include "k8s_json.h"
 #include "k8s_jsonpatch.h"
 #include "k8s_jsonpatch_text.h"
+#include "wh_envbase.h"
 #include "wh_warn.h"
 
 #define ATTRS_VAR   "OTEL_RESOURCE_ATTRIBUTES"
 #define OTLP_PREFIX "OTEL_EXPORTER_OTLP_"
-
-bool wh_env_references(const char *value, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = value; p && *p; p++) {
-        if (p[0] != '$')
-            continue;
-        if (p[1] == '$') {
-            p++;
-            continue;
-        }
-        if (p[1] != '(')
-            continue;
-        const char *close = strchr(p + 2, ')');
-        if (!close)
-            return false;
-        if ((size_t)(close - (p + 2)) == n && !strncmp(p + 2, name, n))
-            return true;
-        p = close;
-    }
-    return false;
-}
-
-/* ---------- the table ---------- */
-
-enum { SIG_METRICS = 1, SIG_TRACES = 2, SIG_ALL = SIG_METRICS | SIG_TRACES };
-
-struct build {
-    const struct wh_config *cfg;
-    const struct wh_identity *id;
-    const char *service_name;
-    const struct wh_envset *set; /* its attributes and run id */
-};
-
-/* Each row's value is appended to the set's values as it is built. */
-static int identifier_value(const struct build *b, struct k8s_buf *out)
-{
-    return k8s_buf_appends(out, b->id->identifier);
-}
-
-static int metadata_value(const struct build *b, struct k8s_buf *out)
-{
-    return k8s_buf_appends(out, b->id->metadata);
-}
-
-static int collector_name(const struct build *b, struct k8s_buf *out)
-{
-    return k8s_buf_appends(out, b->cfg->otel_collector_name);
-}
-
-static int collector_namespace(const struct build *b, struct k8s_buf *out)
-{
-    return k8s_buf_appends(out, b->cfg->otel_collector_namespace);
-}
-
-static int endpoint(const struct build *b, struct k8s_buf *out);
-
-static int insecure(const struct build *b, struct k8s_buf *out)
-{
-    (void)b;
-    return k8s_buf_append(out, "true", 4); /* the collector on 4317 speaks plaintext gRPC */
-}
-
-static int service_name(const struct build *b, struct k8s_buf *out)
-{
-    return k8s_buf_appends(out, b->service_name);
-}
-
-static int attributes(const struct build *b, struct k8s_buf *out);
-
-/* One row per injected variable (DESIGN §3.5), in dependency order. */
-#define ROW(name, ...)                                                                             \
-    {                                                                                              \
-        name, sizeof(name) - 1, __VA_ARGS__                                                        \
-    }
-static const struct row {
-    const char *name;
-    size_t name_len;
-    int (*value)(const struct build *b, struct k8s_buf *out); /* NULL: a fieldRef */
-    const char *field_path;                                   /* downward-API fieldRef */
-    unsigned signal;                                          /* the OTLP signal it configures */
-    bool per_pod; /* its value varies with the pod; the others are the settings' (the base) */
-} rows[] = {
-    [WH_ENV_IDENTIFIER] = ROW("GKE_DIAGON_IDENTIFIER", identifier_value, .per_pod = true),
-    [WH_ENV_METADATA] = ROW("GKE_DIAGON_METADATA", metadata_value, .per_pod = true),
-    [WH_ENV_POD_NAME] = ROW("OTEL_RESOURCE_ATTRIBUTES_POD_NAME", NULL, "metadata.name"),
-    [WH_ENV_POD_UID] = ROW("OTEL_RESOURCE_ATTRIBUTES_POD_UID", NULL, "metadata.uid"),
-    [WH_ENV_NODE_NAME] = ROW("OTEL_RESOURCE_ATTRIBUTES_NODE_NAME", NULL, "spec.nodeName"),
-    [WH_ENV_COLLECTOR_NAME] = ROW("OTEL_COLLECTOR_NAME", collector_name),
-    [WH_ENV_COLLECTOR_NAMESPACE] = ROW("OTEL_COLLECTOR_NAMESPACE", collector_namespace),
-    [WH_ENV_METRICS_ENDPOINT] =
-        ROW("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", endpoint, NULL, SIG_METRICS),
-    [WH_ENV_TRACES_ENDPOINT] =
-        ROW("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint, NULL, SIG_TRACES),
-    [WH_ENV_METRICS_INSECURE] =
-        ROW("OTEL_EXPORTER_OTLP_METRICS_INSECURE", insecure, NULL, SIG_METRICS),
-    [WH_ENV_TRACES_INSECURE] =
-        ROW("OTEL_EXPORTER_OTLP_TRACES_INSECURE", insecure, NULL, SIG_TRACES),
-    [WH_ENV_SERVICE_NAME] = ROW("OTEL_SERVICE_NAME", service_name, .per_pod = true),
-    [WH_ENV_RESOURCE_ATTRIBUTES] = ROW(ATTRS_VAR, attributes, .per_pod = true),
-};
-
-_Static_assert(sizeof(rows) / sizeof(rows[0]) == WH_ENV_COUNT, "one row per enum wh_env_id");
-
-static int endpoint(const struct build *b, struct k8s_buf *out)
-{
-    return k8s_buf_cat(out, "$(", rows[WH_ENV_COLLECTOR_NAME].name, ").$(",
-                       rows[WH_ENV_COLLECTOR_NAMESPACE].name, ").svc.", b->cfg->cluster_domain,
-                       ":4317", NULL);
-}
-
-/* Our OTEL_RESOURCE_ATTRIBUTES: our attributes, plus rl.run.id when an
- * rl.* key is present without one (RL metrics and the ML run share an id). */
-static int attributes(const struct build *b, struct k8s_buf *out)
-{
-    const struct wh_envset *set = b->set;
-    int r = wh_attrs_write(&set->attrs, out);
-    if (r || !set->run_id[0] || !wh_attrs_has_prefix(&set->attrs, "rl.") ||
-        wh_attrs_get(&set->attrs, "rl.run.id"))
-        return r;
-    return k8s_buf_cat(out, ",rl.run.id=", set->run_id, NULL);
-}
 
 /* The user's settings that take precedence over a signal's endpoint and
  * insecure variables (the OTel spec's exporter configuration). */
@@ -144,189 +23,28 @@ static const struct {
     const char *name; /* each begins with OTLP_PREFIX */
     unsigned signals;
 } user_otlp[] = {
-    {"OTEL_EXPORTER_OTLP_ENDPOINT", SIG_ALL},
-    {"OTEL_EXPORTER_OTLP_PROTOCOL", SIG_ALL},
-    {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", SIG_METRICS},
-    {"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", SIG_METRICS},
-    {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", SIG_TRACES},
-    {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", SIG_TRACES},
+    {"OTEL_EXPORTER_OTLP_ENDPOINT", WH_ENV_SIG_ALL},
+    {"OTEL_EXPORTER_OTLP_PROTOCOL", WH_ENV_SIG_ALL},
+    {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", WH_ENV_SIG_METRICS},
+    {"OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", WH_ENV_SIG_METRICS},
+    {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", WH_ENV_SIG_TRACES},
+    {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", WH_ENV_SIG_TRACES},
 };
-
-const char *wh_env_name(enum wh_env_id id)
-{
-    return id < WH_ENV_COUNT ? rows[id].name : NULL;
-}
-
-/* ---------- the set ---------- */
-
-/* The env entry of v as compact JSON text, written straight into b in one
- * reservation (the one description of an entry: the tree below is parsed
- * from it). */
-static int write_var(const struct wh_env_var *v, struct k8s_buf *b)
-{
-    static const char name[] = "{\"name\":", value[] = ",\"value\":",
-                      from[] = ",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":";
-    const char *val = v->value ? v->value : v->field_path;
-    size_t nl = strlen(v->name), vl = strlen(val);
-    char *start, *t;
-    int r = k8s_buf_reserve(
-        b, K8S_JSON_STRING_MAX(nl) + K8S_JSON_STRING_MAX(vl) + sizeof(name) + sizeof(from) + 3,
-        &start);
-    if (r < 0)
-        return r;
-    t = k8s_put(start, name, sizeof(name) - 1);
-    t = k8s_json_put_string(t, v->name, nl);
-    t = v->value ? k8s_put(t, value, sizeof(value) - 1) : k8s_put(t, from, sizeof(from) - 1);
-    t = k8s_json_put_string(t, val, vl);
-    t = k8s_put(t, "}}}", v->value ? 1 : 3);
-    k8s_buf_commit(b, (size_t)(t - start));
-    return 0;
-}
-
-/* v's entry: the one wh_envset_build wrote, else written now. */
-static int append_var(const struct wh_env_var *v, struct k8s_buf *b)
-{
-    return v->entry ? k8s_buf_append(b, v->entry, v->entry_len) : write_var(v, b);
-}
-
-/* ---------- references ---------- */
-
-/* Record the $(NAME) references of v's value (honouring $$). */
-static void parse_refs(struct wh_env_var *v)
-{
-    v->n_refs = 0;
-    const char *q = v->value ? strchr(v->value, '$') : NULL;
-    for (; q && v->n_refs < WH_ENV_REFS_MAX; q = strchr(q + 1, '$')) {
-        if (q[1] == '$') {
-            q++;
-            continue;
-        }
-        const char *close = q[1] == '(' ? strchr(q + 2, ')') : NULL;
-        if (!close)
-            continue;
-        v->ref[v->n_refs] = q + 2;
-        v->ref_len[v->n_refs++] = (uint32_t)(close - q - 2);
-        q = close;
-    }
-}
-
-/* Which of our variables v references, by id. */
-static uint32_t ours_needed(const struct wh_env_var *v)
-{
-    uint32_t needs = 0;
-    for (size_t k = 0; k < v->n_refs; k++)
-        for (int j = 0; j < WH_ENV_COUNT; j++)
-            if (v->ref_len[k] == rows[j].name_len &&
-                !memcmp(v->ref[k], rows[j].name, v->ref_len[k]))
-                needs |= 1u << j;
-    return needs;
-}
-
-/* ---------- the base: the rows the settings alone fix ---------- */
-
-struct wh_envbase {
-    /* the settings it was written for (borrowed pointers, compared) */
-    const char *collector_name, *collector_namespace, *cluster_domain;
-    struct wh_env_var v[WH_ENV_COUNT]; /* by id; only the rows that are not per_pod */
-    char *values, *entries;
-};
-
-void wh_envbase_free(struct wh_envbase *base)
-{
-    if (!base)
-        return;
-    free(base->values);
-    free(base->entries);
-    free(base);
-}
-
-/* The row's value, NUL-terminated, at the end of values (NULL b: the
- * settings' rows only, which read nothing else). */
-static int write_value(const struct row *row, const struct build *b, struct k8s_buf *values)
-{
-    int r = row->value ? row->value(b, values) : 0;
-    return r ? r : k8s_buf_append(values, "", 1);
-}
-
-/* Where each offset recorded during writing points once the buffers are
- * complete (they may move until then). */
-static void fix_var(struct wh_env_var *v, const char *values, size_t value_at, const char *entries,
-                    size_t entry_at)
-{
-    if (rows[v->id].value)
-        v->value = values + value_at;
-    v->entry = entries + entry_at;
-    parse_refs(v);
-    v->needs = ours_needed(v);
-}
-
-struct wh_envbase *wh_envbase_new(const struct wh_config *cfg)
-{
-    struct wh_envbase *base = calloc(1, sizeof(*base));
-    if (!base)
-        return NULL;
-    *base = (struct wh_envbase){.collector_name = cfg->otel_collector_name,
-                                .collector_namespace = cfg->otel_collector_namespace,
-                                .cluster_domain = cfg->cluster_domain};
-    struct build b = {.cfg = cfg};
-    struct k8s_buf values, entries;
-    k8s_buf_init(&values, 1 << 24);
-    k8s_buf_init(&entries, 1 << 24);
-    size_t vat[WH_ENV_COUNT], eat[WH_ENV_COUNT];
-    int r = 0;
-    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++) {
-        if (rows[j].per_pod)
-            continue;
-        base->v[j] = (struct wh_env_var){(enum wh_env_id)j, rows[j].name, rows[j].name_len};
-        base->v[j].field_path = rows[j].field_path;
-        vat[j] = values.len;
-        r = write_value(&rows[j], &b, &values);
-    }
-    for (int j = 0; j < WH_ENV_COUNT && r == 0; j++) {
-        if (rows[j].per_pod)
-            continue;
-        if (rows[j].value)
-            base->v[j].value = values.data + vat[j];
-        eat[j] = entries.len;
-        r = write_var(&base->v[j], &entries);
-        base->v[j].entry_len = entries.len - eat[j];
-    }
-    base->values = k8s_buf_take(&values, NULL);
-    base->entries = k8s_buf_take(&entries, NULL);
-    for (int j = 0; j < WH_ENV_COUNT && r == 0 && base->values && base->entries; j++)
-        if (!rows[j].per_pod)
-            fix_var(&base->v[j], base->values, vat[j], base->entries, eat[j]);
-    if (r < 0 || !base->values || !base->entries) {
-        wh_envbase_free(base);
-        return NULL;
-    }
-    return base;
-}
-
-/* cfg's base when it was written for cfg's current settings. */
-static const struct wh_envbase *base_of(const struct wh_config *cfg)
-{
-    const struct wh_envbase *base = cfg->env_base;
-    bool same = base && base->collector_name == cfg->otel_collector_name &&
-                base->collector_namespace == cfg->otel_collector_namespace &&
-                base->cluster_domain == cfg->cluster_domain;
-    return same ? base : NULL;
-}
 
 /* ---------- the set ---------- */
 
 /* The per-pod rows' values, each NUL-terminated, into values; where each
  * begins in at[]. */
-static int write_values(struct wh_envset *set, const struct build *b, struct k8s_buf *values,
-                        size_t at[])
+static int write_values(struct wh_envset *set, const struct wh_envtab_in *in,
+                        struct k8s_buf *values, size_t at[])
 {
     char *tail; /* the typical set in one allocation */
     int r = k8s_buf_reserve(values, 2048, &tail);
     for (size_t i = 0; i < set->n && r == 0; i++) {
-        const struct row *row = &rows[set->v[i].id];
+        enum wh_env_id id = set->v[i].id;
         at[i] = values->len;
-        if (row->per_pod)
-            r = write_value(row, b, values);
+        if (wh_envtab_per_pod(id))
+            r = wh_envtab_write_value(id, in, values);
     }
     return r;
 }
@@ -340,8 +58,8 @@ static int write_entries(struct wh_envset *set, struct k8s_buf *entries, size_t 
     for (size_t i = 0; i < set->n && r == 0; i++) {
         at[i] = entries->len;
         const struct wh_env_var *v = &set->v[i];
-        r = rows[v->id].per_pod ? write_var(v, entries)
-                                : k8s_buf_append(entries, v->entry, v->entry_len);
+        r = wh_envtab_per_pod(v->id) ? wh_env_var_write(v, entries)
+                                     : k8s_buf_append(entries, v->entry, v->entry_len);
     }
     return r;
 }
@@ -349,14 +67,15 @@ static int write_entries(struct wh_envset *set, struct k8s_buf *entries, size_t 
 /* The set's rows in order: the base's as they are, the per-pod ones bare. */
 static void list_rows(struct wh_envset *set, const struct wh_envbase *base, bool service_name)
 {
+    const struct wh_env_var *settings = wh_envbase_vars(base);
     for (int j = 0; j < WH_ENV_COUNT; j++) {
         if (j == WH_ENV_SERVICE_NAME && !service_name)
             continue;
         struct wh_env_var *v = &set->v[set->n++];
-        if (rows[j].per_pod)
-            *v = (struct wh_env_var){(enum wh_env_id)j, rows[j].name, rows[j].name_len};
+        if (wh_envtab_per_pod((enum wh_env_id)j))
+            wh_env_var_init(v, (enum wh_env_id)j);
         else
-            *v = base->v[j];
+            *v = settings[j];
     }
 }
 
@@ -367,8 +86,8 @@ static void finish_rows(struct wh_envset *set, const size_t vat[], const size_t 
     for (size_t i = 0; i < set->n; i++) {
         struct wh_env_var *v = &set->v[i];
         size_t end = i + 1 < set->n ? eat[i + 1] : set->entries_len;
-        if (rows[v->id].per_pod) {
-            fix_var(v, set->values, vat[i], set->entries, eat[i]);
+        if (wh_envtab_per_pod(v->id)) {
+            wh_env_var_point(v, set->values, vat[i], set->entries, eat[i]);
             v->entry_len = end - eat[i];
         }
         set->name_lens |= 1ULL << (v->name_len & 63);
@@ -390,20 +109,20 @@ int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
     set->attrs = *attrs;
     wh_attrs_init(attrs);
     k8s_strjoin(set->run_id, sizeof(set->run_id), id->run_id, NULL);
-    const struct wh_envbase *base = base_of(cfg);
+    const struct wh_envbase *base = wh_envbase_of(cfg);
     if (!base && !(base = set->own_base = wh_envbase_new(cfg))) {
         wh_envset_done(set);
         return -K8S_ENOMEM;
     }
     list_rows(set, base, service_name != NULL);
-    struct build b = {cfg, id, service_name, set};
+    struct wh_envtab_in in = {cfg, id, service_name, &set->attrs, set->run_id};
     struct k8s_buf values, entries;
     k8s_buf_init(&values, 1 << 24);
     k8s_buf_init(&entries, 1 << 24);
     size_t vat[WH_ENV_COUNT], eat[WH_ENV_COUNT];
-    int r = write_values(set, &b, &values, vat);
-    for (size_t i = 0; i < set->n && r == 0; i++) /* write_var reads the values */
-        if (rows[set->v[i].id].per_pod)
+    int r = write_values(set, &in, &values, vat);
+    for (size_t i = 0; i < set->n && r == 0; i++) /* wh_env_var_write reads the values */
+        if (wh_envtab_per_pod(set->v[i].id))
             set->v[i].value = values.data + vat[i];
     r = r ? r : write_entries(set, &entries, eat);
     set->values = k8s_buf_take(&values, NULL);
@@ -437,30 +156,20 @@ static int write_vars(const struct wh_envset *set, struct k8s_buf *b)
     for (size_t i = 0; i < set->n && r == 0; i++) {
         if (i)
             r = k8s_buf_append(b, ",", 1);
-        r = r ? r : append_var(&set->v[i], b);
+        r = r ? r : wh_env_var_append(&set->v[i], b);
     }
     return r ? r : k8s_buf_append(b, "]", 1);
 }
 
-static json_t *parse(struct k8s_buf *b, int r)
-{
-    json_t *v = r == 0 ? json_loadb(b->data, b->len, 0, NULL) : NULL;
-    k8s_buf_done(b);
-    return v;
-}
-
-json_t *wh_env_var_json(const struct wh_env_var *v)
-{
-    struct k8s_buf b;
-    k8s_buf_init(&b, 1 << 24);
-    return parse(&b, write_var(v, &b));
-}
-
 json_t *wh_envset_json(const struct wh_envset *set)
 {
-    struct k8s_buf b;
-    k8s_buf_init(&b, 1 << 24);
-    return parse(&b, write_vars(set, &b));
+    json_t *list = json_array();
+    for (size_t i = 0; i < set->n && list; i++)
+        if (json_array_append_new(list, wh_env_var_json(&set->v[i])) < 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    return list;
 }
 
 /* ---------- one container ---------- */
@@ -611,7 +320,7 @@ static int emit_adds(const struct plan *p, const char *cpath, struct k8s_jsonpat
             head_len = r ? 0 : patch->buf.len - head;
         }
         r = r ? r : env_path(patch, i == p->n_user ? K8S_JSONPATCH_TEXT_END : i + inserted, false);
-        r = r ? r : append_var(&p->set->v[j], &patch->buf);
+        r = r ? r : wh_env_var_append(&p->set->v[j], &patch->buf);
         r = r ? r : k8s_jsonpatch_text_end(patch);
         inserted++;
         (*added)++;
@@ -742,9 +451,9 @@ static void precedence(struct plan *p, const struct entry *user_attrs, const cha
     bool service = user_sets_service_name(user_attrs);
     for (size_t j = 0; j < p->set->n; j++) {
         enum wh_env_id id = p->set->v[j].id;
-        unsigned sig = rows[id].signal;
-        p->skip[j] =
-            (sig && cause[sig == SIG_METRICS ? 0 : 1]) || (id == WH_ENV_SERVICE_NAME && service);
+        unsigned sig = wh_envtab_signal(id);
+        p->skip[j] = (sig && cause[sig == WH_ENV_SIG_METRICS ? 0 : 1]) ||
+                     (id == WH_ENV_SERVICE_NAME && service);
     }
 }
 
@@ -757,11 +466,12 @@ static void warn_skips(const struct plan *p, const char *const cause[2], const c
         size_t len = 0;
         for (size_t j = 0; j < p->set->n; j++) {
             enum wh_env_id id = p->set->v[j].id;
-            bool mine = b < 2 ? rows[id].signal == (b == 0 ? SIG_METRICS : SIG_TRACES)
-                              : id == WH_ENV_SERVICE_NAME;
+            bool mine =
+                b < 2 ? wh_envtab_signal(id) == (b == 0 ? WH_ENV_SIG_METRICS : WH_ENV_SIG_TRACES)
+                      : id == WH_ENV_SERVICE_NAME;
             if (mine && p->skip[j] && !p->present[j])
                 len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
-                                        len ? " and " : "", rows[id].name);
+                                        len ? " and " : "", wh_env_name(id));
             len = len < sizeof(names) ? len : sizeof(names) - 1;
         }
         if (len)

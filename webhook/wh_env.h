@@ -1,7 +1,9 @@
 /*
- * wh_env — the environment variables the webhook injects (DESIGN §3.5),
- * one row of a table each, and the JSON Patch operations that add them to
- * one container without overwriting anything the user set.
+ * wh_env — the environment variables the webhook injects into one pod
+ * (DESIGN §3.5): the set of them written for the pod (wh_envset, from the
+ * rows of wh_envtab and the settings' rows of a wh_envbase), and the JSON
+ * Patch operations that add them to one container without overwriting
+ * anything the user set.
  *
  * Order: every variable is placed after the variables its $(…)
  * references name, and before the first user variable that references it
@@ -37,58 +39,12 @@
 #include "k8s_mlrun.h"
 #include "wh_attrs.h"
 #include "wh_config.h"
+#include "wh_envtab.h"
 #include "wh_identity.h"
 #include "wh_podspec.h"
 
-/* The injected variables, in dependency order: the rows of the table in
- * wh_env.c (DESIGN §3.5's env table). */
-enum wh_env_id {
-    WH_ENV_IDENTIFIER,          /* GKE_DIAGON_IDENTIFIER */
-    WH_ENV_METADATA,            /* GKE_DIAGON_METADATA */
-    WH_ENV_POD_NAME,            /* OTEL_RESOURCE_ATTRIBUTES_POD_NAME */
-    WH_ENV_POD_UID,             /* OTEL_RESOURCE_ATTRIBUTES_POD_UID */
-    WH_ENV_NODE_NAME,           /* OTEL_RESOURCE_ATTRIBUTES_NODE_NAME */
-    WH_ENV_COLLECTOR_NAME,      /* OTEL_COLLECTOR_NAME */
-    WH_ENV_COLLECTOR_NAMESPACE, /* OTEL_COLLECTOR_NAMESPACE */
-    WH_ENV_METRICS_ENDPOINT,    /* OTEL_EXPORTER_OTLP_METRICS_ENDPOINT */
-    WH_ENV_TRACES_ENDPOINT,     /* OTEL_EXPORTER_OTLP_TRACES_ENDPOINT */
-    WH_ENV_METRICS_INSECURE,    /* OTEL_EXPORTER_OTLP_METRICS_INSECURE */
-    WH_ENV_TRACES_INSECURE,     /* OTEL_EXPORTER_OTLP_TRACES_INSECURE */
-    WH_ENV_SERVICE_NAME,        /* OTEL_SERVICE_NAME */
-    WH_ENV_RESOURCE_ATTRIBUTES, /* OTEL_RESOURCE_ATTRIBUTES */
-    WH_ENV_COUNT
-};
-
-/* The variable's name (static). */
-const char *wh_env_name(enum wh_env_id id);
-
-/* References parsed per variable: ours have at most 3 (the attributes'
- * $(OTEL_RESOURCE_ATTRIBUTES_*); wh_attrs encodes every other '$'). */
-#define WH_ENV_REFS_MAX 4
-
-struct wh_env_var {
-    enum wh_env_id id;
-    const char *name;
-    size_t name_len;
-    const char *value;      /* literal value, or NULL for a fieldRef */
-    const char *field_path; /* downward-API fieldRef, or NULL */
-    const char *entry;      /* its env entry as compact JSON text (wh_envset_build), or NULL */
-    size_t entry_len;
-    /* the $(NAME) references of value (honouring $$), parsed once by
-     * wh_envset_build: the first WH_ENV_REFS_MAX, pointing into value */
-    const char *ref[WH_ENV_REFS_MAX];
-    uint32_t ref_len[WH_ENV_REFS_MAX], n_refs;
-    uint32_t needs; /* bit id: value references our variable id */
-};
-
-/* The variables that depend on the settings alone (the fieldRefs, the
- * collector, the endpoints, insecure), written once per configuration
- * (wh_config_finish keeps one in cfg->env_base). */
+/* The settings' rows (wh_envbase): cfg's, or a set's own. */
 struct wh_envbase;
-
-/* New base for cfg's current settings, or NULL when out of memory. */
-struct wh_envbase *wh_envbase_new(const struct wh_config *cfg);
-void wh_envbase_free(struct wh_envbase *base);
 
 struct wh_envset {
     size_t n;
@@ -116,8 +72,6 @@ int wh_envset_build(struct wh_envset *set, const struct wh_config *cfg,
                     struct wh_attrs *attrs) K8S_MUST_CHECK;
 void wh_envset_done(struct wh_envset *set);
 
-/* The env entry JSON for v (new reference). */
-json_t *wh_env_var_json(const struct wh_env_var *v);
 /* The full list as a JSON array in order (new reference). */
 json_t *wh_envset_json(const struct wh_envset *set);
 
@@ -132,8 +86,5 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
 int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c, const char *cpath,
                       bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
                       int *ret_added) K8S_MUST_CHECK;
-
-/* true when value references $(name) (honouring the $$ escape). */
-bool wh_env_references(const char *value, const char *name);
 
 #endif

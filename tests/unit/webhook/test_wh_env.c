@@ -1,4 +1,4 @@
-/* wh_env: the injected variables (DESIGN §3.5) and the JSON Patch that
+/* wh_env: the injected variables of one pod (DESIGN §3.5) and the JSON Patch that
  * adds them to one container: order by $(…) dependencies, user names never
  * overwritten, OTEL_RESOURCE_ATTRIBUTES merged key by key, the user's own
  * OpenTelemetry settings taking precedence (each skip warned). Patches are
@@ -190,43 +190,6 @@ static void expect_warnings(const json_t *w, const char *const *want, size_t n)
     "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,OTEL_EXPORTER_OTLP_METRICS_INSECURE,"                      \
     "OTEL_EXPORTER_OTLP_TRACES_INSECURE,OTEL_SERVICE_NAME,OTEL_RESOURCE_ATTRIBUTES"
 
-/* ---------- wh_env_references ---------- */
-
-struct ref_case {
-    const char *value, *name;
-    bool want;
-};
-
-Test(wh_env, references_table)
-{
-    static const struct ref_case cases[] = {
-        {"$(A)", "A", true},
-        {"x$(A)y", "A", true},
-        {"$(AB)", "A", false},
-        {"$(A)", "AB", false},
-        {"$$(A)", "A", false},
-        {"$$$(A)", "A", true},
-        {"$$$$(A)", "A", false},
-        {"$(A", "A", false},
-        {"$(B)$(A)", "A", true},
-        {"$$(A)$(A)", "A", true},
-        {"$(A$(B))", "B", false},
-        {"$(A$(B))", "A", false},
-        {"", "A", false},
-        {"$", "A", false},
-        {"A", "A", false},
-        {"(A)", "A", false},
-        {"$ (A)", "A", false},
-        {"$(B)-$(A)", "B", true},
-        {"$(OTEL_COLLECTOR_NAME).$(OTEL_COLLECTOR_NAMESPACE).svc", "OTEL_COLLECTOR_NAMESPACE",
-         true},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        cr_expect_eq(wh_env_references(cases[i].value, cases[i].name), cases[i].want,
-                     "references(\"%s\", \"%s\")", cases[i].value, cases[i].name);
-    cr_expect_not(wh_env_references(NULL, "A"));
-}
-
 /* ---------- the set ---------- */
 
 Test(wh_env, envset_json_exact)
@@ -294,21 +257,6 @@ Test(wh_env, no_rl_key_no_run_id_attr)
     json_t *env = wh_envset_json(&set);
     cr_expect_str_eq(value_of(env, "OTEL_RESOURCE_ATTRIBUTES"), OUR_ATTRS);
     json_decref(env);
-}
-
-Test(wh_env, var_json_shapes)
-{
-    struct wh_env_var lit = {.name = "A", .value = (char *)"v"};
-    struct wh_env_var ref = {.name = "B", .field_path = "spec.nodeName"};
-    json_t *a = wh_env_var_json(&lit), *b = wh_env_var_json(&ref);
-    char *sa = json_dumps(a, JSON_COMPACT), *sb = json_dumps(b, JSON_COMPACT);
-    cr_expect_str_eq(sa, "{\"name\":\"A\",\"value\":\"v\"}");
-    cr_expect_str_eq(sb, "{\"name\":\"B\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\","
-                         "\"fieldPath\":\"spec.nodeName\"}}}");
-    free(sa);
-    free(sb);
-    json_decref(a);
-    json_decref(b);
 }
 
 /* ---------- patches ---------- */
@@ -748,16 +696,6 @@ Test(wh_env, needs_name_our_references)
         cr_expect_eq(set.v[i].needs, want, "%s", set.v[i].name);
     }
     cr_expect_neq(set.v[WH_ENV_METRICS_ENDPOINT].needs, 0u);
-}
-
-Test(wh_env, every_row_named_once)
-{
-    for (int i = 0; i < WH_ENV_COUNT; i++) {
-        cr_assert_not_null(wh_env_name((enum wh_env_id)i), "row %d", i);
-        for (int j = 0; j < i; j++)
-            cr_expect_str_neq(wh_env_name((enum wh_env_id)i), wh_env_name((enum wh_env_id)j));
-    }
-    cr_expect_null(wh_env_name(WH_ENV_COUNT));
 }
 
 Test(wh_env, no_service_name_when_attributes_carry_it)
