@@ -266,7 +266,10 @@ static int lead_flight(struct wh_cache *c, const struct kind_def *d, const char 
     int64_t left_ms = (deadline_ns - k8s_mono_ns()) / K8S_NSEC_PER_MSEC - 20;
     int64_t cap = c->opts.fetch_timeout_ms;
     json_t *obj = NULL;
-    struct k8s_arena *a = k8s_arena_pause(); /* the answer outlives this request */
+    /* the answer outlives this request: what jansson makes for the store
+     * and the TTL map must not come from the request's arena (k8s_store
+     * leaves that to its callers) */
+    struct k8s_arena *a = k8s_arena_pause();
     int r = left_ms < 10 ? k8s_error_set(&f->err, -K8S_ETIMEDOUT, "no time left for GET %s", key)
                          : get_meta(c, d, ns, name, left_ms < cap ? left_ms : cap, &obj, &f->err);
     json_t *meta = remember(c, d, key, r, obj);

@@ -1,7 +1,5 @@
 #include "k8s_store.h"
 
-#include "k8s_arena.h"
-
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,11 +57,9 @@ void k8s_store_stage(struct k8s_store *s, json_t *staging, json_t *obj)
     char key[KEY_MAX];
     if (!k8s_store_key(obj, key, sizeof(key)))
         return;
-    struct k8s_arena *a = k8s_arena_pause();
     json_t *keep = kept(s, obj);
     if (keep)
         json_object_set_new(staging, key, keep);
-    k8s_arena_resume(a);
 }
 
 void k8s_store_replace_staged(struct k8s_store *s, json_t *staging)
@@ -114,12 +110,10 @@ void k8s_store_replace_diff(struct k8s_store *s, json_t *staging, k8s_store_diff
     s->map = staging;
     pthread_rwlock_unlock(&s->lock);
     if (fn) {
-        struct k8s_arena *a = k8s_arena_pause();
         struct diff d = {json_object(), json_object()};
         if (d.now && d.was)
             collect(s, old, &d);
         drop_map(old); /* what was removed lives on in d.was */
-        k8s_arena_resume(a);
         report_diff(&d, fn, ud);
         drop_map(d.now);
         drop_map(d.was);
@@ -159,18 +153,14 @@ bool k8s_store_key(const json_t *obj, char *out, size_t cap)
     return n > 0 && (size_t)n < cap;
 }
 
-/* The store outlives any request: its own allocations never come from a
- * request's arena, whoever calls. */
 void k8s_store_replace_new(struct k8s_store *s, json_t *items)
 {
-    struct k8s_arena *a = k8s_arena_pause();
     json_t *staging = json_object();
     size_t i;
     json_t *obj;
     json_array_foreach(items, i, obj) if (staging) k8s_store_stage(s, staging, obj);
     json_decref(items);
     k8s_store_replace_staged(s, staging);
-    k8s_arena_resume(a);
 }
 
 void k8s_store_put_new(struct k8s_store *s, json_t *obj)
@@ -180,7 +170,6 @@ void k8s_store_put_new(struct k8s_store *s, json_t *obj)
         json_decref(obj);
         return;
     }
-    struct k8s_arena *a = k8s_arena_pause();
     json_t *keep = kept(s, obj);
     json_decref(obj);
     pthread_rwlock_wrlock(&s->lock);
@@ -191,7 +180,6 @@ void k8s_store_put_new(struct k8s_store *s, json_t *obj)
         json_object_del(s->map, key);
     pthread_rwlock_unlock(&s->lock);
     k8s_store_release(old);
-    k8s_arena_resume(a);
 }
 
 json_t *k8s_store_put_if_absent_new(struct k8s_store *s, json_t *obj)
@@ -199,7 +187,6 @@ json_t *k8s_store_put_if_absent_new(struct k8s_store *s, json_t *obj)
     char key[KEY_MAX];
     if (!k8s_store_key(obj, key, sizeof(key)))
         return obj; /* unnamed: nothing to cache, hand it back */
-    struct k8s_arena *a = k8s_arena_pause();
     pthread_rwlock_wrlock(&s->lock);
     json_t *have = json_object_get(s->map, key);
     if (!have && (have = kept(s, obj)))
@@ -207,7 +194,6 @@ json_t *k8s_store_put_if_absent_new(struct k8s_store *s, json_t *obj)
     json_incref(have);
     pthread_rwlock_unlock(&s->lock);
     json_decref(obj);
-    k8s_arena_resume(a);
     return have;
 }
 
@@ -216,13 +202,11 @@ void k8s_store_remove(struct k8s_store *s, const json_t *obj)
     char key[KEY_MAX];
     if (!k8s_store_key(obj, key, sizeof(key)))
         return;
-    struct k8s_arena *a = k8s_arena_pause();
     pthread_rwlock_wrlock(&s->lock);
     json_t *old = json_incref(json_object_get(s->map, key));
     json_object_del(s->map, key);
     pthread_rwlock_unlock(&s->lock);
     k8s_store_release(old);
-    k8s_arena_resume(a);
 }
 
 json_t *k8s_store_get(struct k8s_store *s, const char *ns, const char *name)

@@ -17,6 +17,10 @@
  * Drop those, and any reference taken on an object k8s_store_each lends,
  * with k8s_store_release, never json_decref: whichever thread drops the
  * last reference frees what the others read (see k8s_store_release).
+ * Memory: the store keeps what jansson allocates while it runs, so a
+ * caller that routes jansson into a request's arena (k8s_arena_enter)
+ * pauses that routing around the calls that store (k8s_arena_pause); a
+ * lookup (k8s_store_get) or a release allocates nothing.
  * Thread-safety: every function may be called from any thread. Failure:
  * allocation failures keep the content as it was (or, for a relist, leave
  * differences unreported).
