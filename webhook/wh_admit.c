@@ -112,7 +112,7 @@ static enum wh_outcome classify(const struct wh_mutate_out *mo, int r)
 
 /* Run the core for a pod CREATE; anything else is allowed untouched. */
 static int decide(const struct wh_admit_ctx *ctx, const struct wh_review *rv, int64_t start_ns,
-                  struct wh_mutate_out *mo)
+                  struct k8s_arena *arena, struct wh_mutate_out *mo)
 {
     if (!rv->pod_create) {
         memset(mo, 0, sizeof(*mo));
@@ -126,12 +126,13 @@ static int decide(const struct wh_admit_ctx *ctx, const struct wh_review *rv, in
                               .path = "",
                               .now = time(NULL),
                               .deadline_ns = start_ns + ctx->cfg->budget_ns,
-                              .text_only = true};
+                              .text_only = true,
+                              .arena = arena};
     return wh_mutate(ctx->cfg, ctx->lookup, &in, mo);
 }
 
 static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, int64_t start_ns,
-                 struct wh_admit_result *ret);
+                 struct k8s_arena *arena, struct wh_admit_result *ret);
 
 static int respond(const struct wh_review *rv, struct wh_mutate_out *mo, enum wh_outcome o,
                    struct wh_admit_result *ret)
@@ -152,7 +153,9 @@ static int respond(const struct wh_review *rv, struct wh_mutate_out *mo, enum wh
     return 0;
 }
 
-/* Each server thread keeps one arena for its requests' JSON values. */
+/* Each server thread keeps one arena for its requests: the buffers the
+ * request's code is handed it for, and (the scope, entered here alone)
+ * every JSON value jansson makes meanwhile. */
 static pthread_key_t arena_key;
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 
@@ -173,10 +176,10 @@ static struct k8s_arena *thread_arena(void)
 int wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, int64_t start_ns,
              struct wh_admit_result *ret)
 {
-    struct k8s_arena *arena = thread_arena();
+    struct k8s_arena *arena = thread_arena(); /* NULL (out of memory): malloc */
     if (arena)
         k8s_arena_enter(arena);
-    int r = admit(ctx, body, len, start_ns, ret);
+    int r = admit(ctx, body, len, start_ns, arena, ret);
     if (arena) { /* every JSON value of the request has been released */
         k8s_arena_leave();
         k8s_arena_reset(arena);
@@ -185,16 +188,16 @@ int wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, int64
 }
 
 static int admit(const struct wh_admit_ctx *ctx, const char *body, size_t len, int64_t start_ns,
-                 struct wh_admit_result *ret)
+                 struct k8s_arena *arena, struct wh_admit_result *ret)
 {
     struct wh_review rv;
     struct k8s_error err = {0};
-    if (wh_review_decode(body, len, &rv, &err) < 0) {
+    if (wh_review_decode(body, len, arena, &rv, &err) < 0) {
         wh_admit_note(ctx, WH_OUT_INVALID, err.message, start_ns);
         return wh_admit_text(400, err.message, WH_OUT_INVALID, ret);
     }
     struct wh_mutate_out mo = {0};
-    int r = decide(ctx, &rv, start_ns, &mo);
+    int r = decide(ctx, &rv, start_ns, arena, &mo);
     enum wh_outcome o = classify(&mo, r);
     if (r < 0)
         snprintf(mo.reason, sizeof(mo.reason), "internal error: %s", k8s_strerror(r));

@@ -502,7 +502,7 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
     if (wh_container_from_json(container, &c) < 0)
         return -K8S_ENOMEM;
     k8s_jsonpatch_text_init(&text);
-    int r = wh_env_patch_text(set, &c, cpath, merge, &text, warnings, ret_added);
+    int r = wh_env_patch_text(set, &c, cpath, merge, NULL, &text, warnings, ret_added);
     wh_container_done(&c);
     json_t *ops = r == 0 ? k8s_jsonpatch_text_tree(&text) : NULL;
     if (r == 0 && (!ops || json_array_extend(patch, ops) < 0))
@@ -513,8 +513,8 @@ int wh_env_patch(const struct wh_envset *set, const json_t *container, const cha
 }
 
 int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c, const char *cpath,
-                      bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
-                      int *ret_added)
+                      bool merge, struct k8s_arena *arena, struct k8s_jsonpatch_text *patch,
+                      json_t *warnings, int *ret_added)
 {
     const char *cname = c->name;
     *ret_added = 0;
@@ -525,7 +525,7 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
         return 0;
     }
     struct plan p = {.set = set, .n_user = c->n_env};
-    p.user = k8s_scope_alloc((p.n_user + 1) * sizeof(*p.user)); /* read_env sets each */
+    p.user = k8s_arena_malloc(arena, (p.n_user + 1) * sizeof(*p.user)); /* read_env sets each */
     if (!p.user)
         return -K8S_ENOMEM;
     p.user[p.n_user] = (struct entry){0};
@@ -545,6 +545,6 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
     if (r == 0)
         r = emit_adds(&p, cpath, patch, ret_added);
     free(p.merged);
-    k8s_scope_free(p.user);
+    k8s_arena_release(arena, p.user);
     return r;
 }

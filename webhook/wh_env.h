@@ -82,9 +82,11 @@ json_t *wh_envset_json(const struct wh_envset *set);
 int wh_env_patch(const struct wh_envset *set, const json_t *container, const char *cpath,
                  bool merge, json_t *patch, json_t *warnings, int *ret_added) K8S_MUST_CHECK;
 /* The same operations written as text (the admission path): appended to
- * patch, whose text is unusable after a failure. */
+ * patch, whose text is unusable after a failure. The plan's own buffers
+ * come from arena (the request's; NULL: malloc) and are released before
+ * it returns. */
 int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c, const char *cpath,
-                      bool merge, struct k8s_jsonpatch_text *patch, json_t *warnings,
-                      int *ret_added) K8S_MUST_CHECK;
+                      bool merge, struct k8s_arena *arena, struct k8s_jsonpatch_text *patch,
+                      json_t *warnings, int *ret_added) K8S_MUST_CHECK;
 
 #endif

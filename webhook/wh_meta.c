@@ -87,9 +87,10 @@ struct wh_kv *wh_map_ordered(const struct wh_map *m, size_t *ret_n)
     return kv;
 }
 
-static void map_done(struct wh_map *m)
+/* Release m's array (from arena; NULL: malloc'd). */
+static void map_done(struct k8s_arena *arena, struct wh_map *m)
 {
-    k8s_scope_free(m->kv);
+    k8s_arena_release(arena, m->kv);
     *m = (struct wh_map){0};
 }
 
@@ -97,17 +98,18 @@ void wh_meta_done(struct wh_meta *m)
 {
     if (!m)
         return;
-    map_done(&m->labels);
-    map_done(&m->annotations);
-    k8s_scope_free(m->pool);
-    *m = (struct wh_meta){0};
+    map_done(m->arena, &m->labels);
+    map_done(m->arena, &m->annotations);
+    k8s_arena_release(m->arena, m->pool);
+    *m = (struct wh_meta){.arena = m->arena};
 }
 
 /* ---------- reading text ---------- */
 
 struct rd {
     struct k8s_jpull *p;
-    struct k8s_jpool pool; /* the decoded strings (m->pool) */
+    struct k8s_arena *arena; /* the maps' arrays and the strings' (m->arena) */
+    struct k8s_jpool pool;   /* the decoded strings (m->pool) */
 };
 
 /* A string value kept, or NULL (any other value is skipped). */
@@ -124,7 +126,7 @@ static enum wh_shape shape_at(struct k8s_jpull *p, enum k8s_jtype want)
 
 static int map_pull(struct rd *r, struct wh_map *m)
 {
-    map_done(m); /* of duplicate members the last counts */
+    map_done(r->arena, m); /* of duplicate members the last counts */
     if ((m->shape = shape_at(r->p, K8S_J_OBJECT)) != WH_SHAPE_LIST)
         return k8s_jpull_skip(r->p);
     int st = 0, rc;
@@ -134,7 +136,7 @@ static int map_pull(struct rd *r, struct wh_map *m)
         if (m->n == cap) {
             size_t used = cap * sizeof(*m->kv);
             struct wh_kv *kv =
-                k8s_scope_realloc(m->kv, used, (cap = cap ? 2 * cap : 16) * sizeof(*kv));
+                k8s_arena_realloc(r->arena, m->kv, used, (cap = cap ? 2 * cap : 16) * sizeof(*kv));
             if (!kv)
                 return k8s_jpull_fail(r->p, "out of memory");
             m->kv = kv;
@@ -214,7 +216,8 @@ int wh_meta_pull(struct k8s_jpull *p, void *arg)
 {
     struct wh_meta *m = arg;
     wh_meta_done(m); /* of duplicate members the last counts */
-    struct rd r = {.p = p, .pool = {k8s_scope_alloc(k8s_jpull_left(p) + 1)}};
+    struct rd r = {.p = p, .arena = m->arena};
+    r.pool.base = k8s_arena_malloc(m->arena, k8s_jpull_left(p) + 1);
     if (!(m->pool = r.pool.base))
         return k8s_jpull_fail(p, "out of memory");
     if ((m->shape = shape_at(p, K8S_J_OBJECT)) != WH_SHAPE_LIST)

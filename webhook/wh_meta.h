@@ -25,12 +25,13 @@
  *
  * Thread-safety: reentrant; a filled struct is read-only and may be
  * shared. Ownership: the struct owns its arrays and, from wh_meta_pull,
- * the decoded strings (k8s_scope_alloc: read inside a k8s_arena scope,
- * they and the maps' arrays are the scope's and the struct must be
- * released in it); from
- * wh_meta_from_json the strings are borrowed from the tree. wh_meta_done / wh_pod_done free (safe
- * on a zeroed struct). Failure: -K8S_ENOMEM (the struct is left empty), or the pull reader's -1
- * (the struct is to be freed).
+ * the decoded strings, all taken from its arena (the request's, set by the
+ * caller; NULL: malloc'd, as wh_meta_from_json always is, whose strings
+ * are borrowed from the tree). wh_meta_done / wh_pod_done release them
+ * (safe on a zeroed struct; a no-op for an arena's memory, which returns
+ * at the arena's reset, so the arena must outlive the struct) and keep
+ * the struct's arena. Failure: -K8S_ENOMEM (the struct is left empty), or
+ * the pull reader's -1 (the struct is to be freed).
  */
 #ifndef WH_META_H
 #define WH_META_H
@@ -64,7 +65,8 @@ struct wh_meta {
      * name; all NULL when there is none (owner_api_version also when the
      * reference has none) */
     const char *owner_kind, *owner_name, *owner_api_version;
-    char *pool; /* wh_meta_pull: the decoded strings */
+    char *pool;              /* wh_meta_pull: the decoded strings */
+    struct k8s_arena *arena; /* where the arrays and strings come from (NULL: malloc) */
 };
 
 /* A pod (or pod template) as the mutation reads it. */
@@ -93,8 +95,9 @@ static inline const char *wh_meta_annotation(const struct wh_meta *m, const char
 }
 
 /* The pull reader (k8s_json_pull_fn) for a metadata member, p at its
- * value; arg is the struct wh_meta, zeroed before the first call (a later
- * call, for a duplicate member, replaces what it holds). */
+ * value; arg is the struct wh_meta, zeroed but for its arena before the
+ * first call (a later call, for a duplicate member, replaces what it
+ * holds). */
 int wh_meta_pull(struct k8s_jpull *p, void *arg);
 /* Read a metadata tree (NULL: absent). */
 int wh_meta_from_json(const json_t *meta, struct wh_meta *ret) K8S_MUST_CHECK;

@@ -153,7 +153,7 @@ static int find_targets(struct ctx *x)
 {
     const char *only = wh_meta_annotation(x->meta, K8S_ANN_CONTAINERS);
     x->cap = x->ps->list[WH_CONTAINERS].n + x->ps->list[WH_INIT_CONTAINERS].n;
-    x->t = k8s_scope_alloc((x->cap ? x->cap : 1) * sizeof(*x->t));
+    x->t = k8s_arena_malloc(x->in->arena, (x->cap ? x->cap : 1) * sizeof(*x->t));
     if (!x->t)
         return -K8S_ENOMEM;
     memset(x->t, 0, (x->cap ? x->cap : 1) * sizeof(*x->t));
@@ -520,7 +520,7 @@ static int patch_mount(struct ctx *x, const struct target *t, enum mount_state s
 
 static int patch_containers(struct ctx *x, const struct wh_envset *set)
 {
-    enum mount_state *st = k8s_scope_alloc(x->nt * sizeof(*st)); /* set below */
+    enum mount_state *st = k8s_arena_malloc(x->in->arena, x->nt * sizeof(*st)); /* set below */
     bool needed = false, present;
     if (!st)
         return -K8S_ENOMEM;
@@ -534,14 +534,14 @@ static int patch_containers(struct ctx *x, const struct wh_envset *set)
     for (size_t i = 0; i < x->nt && r == 0; i++) {
         size_t before = x->out->text.n;
         int added = 0;
-        r = wh_env_patch_text(set, x->t[i].c, x->t[i].path, merge, &x->out->text, x->out->warnings,
-                              &added);
+        r = wh_env_patch_text(set, x->t[i].c, x->t[i].path, merge, x->in->arena, &x->out->text,
+                              x->out->warnings, &added);
         if (r == 0 && (present || st[i] != M_ADD)) /* adds only with the volume; warns always */
             r = patch_mount(x, &x->t[i], st[i]);
         if (x->out->text.n > before)
             x->out->containers++;
     }
-    k8s_scope_free(st);
+    k8s_arena_release(x->in->arena, st);
     return r;
 }
 
@@ -602,7 +602,7 @@ static int build_patch(struct ctx *x)
 int wh_mutate(const struct wh_config *cfg, const struct wh_lookup *lk,
               const struct wh_mutate_in *in, struct wh_mutate_out *ret)
 {
-    struct ctx *x = k8s_scope_alloc(sizeof(*x)); /* set whole below */
+    struct ctx *x = k8s_arena_malloc(in->arena, sizeof(*x)); /* set whole below */
     memset(ret, 0, sizeof(*ret));
     k8s_jsonpatch_text_init(&ret->text);
     ret->warnings = json_array();
@@ -632,9 +632,9 @@ out_free_ctx:
         wh_pod_done(&x->own);
         wh_meta_done(&x->ns);
         json_decref(x->ns_doc);
-        k8s_scope_free(x->t);
+        k8s_arena_release(in->arena, x->t);
     }
-    k8s_scope_free(x);
+    k8s_arena_release(in->arena, x);
     if (r == 0 && !in->text_only) { /* the tree, for those that apply or inspect it */
         ret->patch = k8s_jsonpatch_text_tree(&ret->text);
         k8s_jsonpatch_text_done(&ret->text);

@@ -14,8 +14,10 @@
  * from it, so both see the same bytes.
  *
  * Thread-safety: reentrant; cfg and lookups are shared read-only.
- * Ownership: struct wh_mutate_out owns its JSON and its text; release with
- * wh_mutate_out_done (NULL-safe, safe on a zeroed struct).
+ * Ownership: struct wh_mutate_out owns its JSON and its text (neither
+ * taken from in->arena, which holds only the decision's own buffers,
+ * released before wh_mutate returns); release with wh_mutate_out_done
+ * (NULL-safe, safe on a zeroed struct).
  */
 #ifndef WH_MUTATE_H
 #define WH_MUTATE_H
@@ -46,7 +48,8 @@ struct wh_mutate_in {
     const struct wh_workload *workload; /* pre-resolved (offline), or NULL to resolve */
     time_t now;                         /* admission time */
     int64_t deadline_ns;                /* CLOCK_MONOTONIC budget for lookups */
-    bool text_only; /* the patch as text alone (out->text), no tree: the admission path */
+    bool text_only;          /* the patch as text alone (out->text), no tree: the admission path */
+    struct k8s_arena *arena; /* the request's, for the buffers of the decision; NULL: malloc */
 };
 
 struct wh_mutate_out {

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "k8s_arena.h"
-
 #include "k8s_jsonload.h"
 
 static const char *const list_names[WH_NLISTS] = {"containers", "initContainers"};
@@ -18,30 +17,36 @@ const char *wh_podspec_list_name(enum wh_podspec_list l)
 /* ---------- arrays ---------- */
 
 /* Room for one more element in *arr (n used); false on OOM. */
-static bool grow(void *arr, size_t n, size_t size)
+static bool grow(struct k8s_arena *arena, void *arr, size_t n, size_t size)
 {
     void **a = arr;
     if (n & (n - 1) || (n && n < 4)) /* capacity is the next power of two ≥ 4 */
         return true;
-    void *p = k8s_scope_realloc(*a, n * size, (n < 4 ? 4 : 2 * n) * size);
+    void *p = k8s_arena_realloc(arena, *a, n * size, (n < 4 ? 4 : 2 * n) * size);
     if (!p)
         return false;
     *a = p;
     return true;
 }
 
+/* Release c's arrays (from arena, NULL: malloc'd). */
+static void container_free(struct k8s_arena *arena, struct wh_container *c)
+{
+    k8s_arena_release(arena, c->env);
+    k8s_arena_release(arena, c->mounts);
+    *c = (struct wh_container){0};
+}
+
 void wh_container_done(struct wh_container *c)
 {
-    k8s_scope_free(c->env);
-    k8s_scope_free(c->mounts);
-    *c = (struct wh_container){0};
+    container_free(NULL, c);
 }
 
 static void list_done(struct wh_podspec *s, enum wh_podspec_list l)
 {
     for (size_t i = 0; i < s->list[l].n; i++)
-        wh_container_done(&s->list[l].c[i]);
-    k8s_scope_free(s->list[l].c);
+        container_free(s->arena, &s->list[l].c[i]);
+    k8s_arena_release(s->arena, s->list[l].c);
     s->list[l].c = NULL;
     s->list[l].n = 0;
 }
@@ -52,16 +57,17 @@ void wh_podspec_done(struct wh_podspec *s)
         return;
     for (int l = 0; l < WH_NLISTS; l++)
         list_done(s, (enum wh_podspec_list)l);
-    k8s_scope_free(s->volumes);
-    k8s_scope_free(s->pool);
-    *s = (struct wh_podspec){0};
+    k8s_arena_release(s->arena, s->volumes);
+    k8s_arena_release(s->arena, s->pool);
+    *s = (struct wh_podspec){.arena = s->arena};
 }
 
 /* ---------- reading text ---------- */
 
 struct rd {
     struct k8s_jpull *p;
-    struct k8s_jpool pool; /* the decoded strings (s->pool) */
+    struct k8s_arena *arena; /* the arrays' and the strings' (s->arena) */
+    struct k8s_jpool pool;   /* the decoded strings (s->pool) */
 };
 
 /* A string value kept, or NULL (any other value is skipped). */
@@ -109,7 +115,7 @@ static inline __attribute__((always_inline)) int list(struct rd *r, element_fn *
 /* Room for one more of *arr's n elements, or the reader fails. */
 static int more(struct rd *r, void *arr, size_t n, size_t size)
 {
-    return grow(arr, n, size) ? 0 : k8s_jpull_fail(r->p, "out of memory");
+    return grow(r->arena, arr, n, size) ? 0 : k8s_jpull_fail(r->p, "out of memory");
 }
 
 /* ---------- the fields ---------- */
@@ -228,7 +234,8 @@ int wh_podspec_pull(struct k8s_jpull *p, void *arg)
 {
     struct wh_podspec *s = arg;
     wh_podspec_done(s); /* of duplicate members the last counts */
-    struct rd r = {.p = p, .pool = {k8s_scope_alloc(k8s_jpull_left(p) + 1)}};
+    struct rd r = {.p = p, .arena = s->arena};
+    r.pool.base = k8s_arena_malloc(s->arena, k8s_jpull_left(p) + 1);
     if (!(s->pool = r.pool.base))
         return k8s_jpull_fail(p, "out of memory");
     bool obj;
@@ -238,9 +245,9 @@ int wh_podspec_pull(struct k8s_jpull *p, void *arg)
     return rc;
 }
 
-int wh_podspec_read(const char *text, size_t len, struct wh_podspec *ret)
+int wh_podspec_read(const char *text, size_t len, struct k8s_arena *arena, struct wh_podspec *ret)
 {
-    *ret = (struct wh_podspec){0};
+    *ret = (struct wh_podspec){.arena = arena};
     if (!text)
         return 0;
     struct k8s_error err;

@@ -16,12 +16,14 @@
  * NULL) or, for a list, as WH_SHAPE_OTHER.
  *
  * Thread-safety: reentrant. Ownership: the struct owns its arrays and,
- * from wh_podspec_read and wh_podspec_pull, the decoded strings
- * (k8s_scope_alloc: read inside a k8s_arena scope, they and the pulled
- * arrays are the scope's and the struct must be released in it); from wh_podspec_from_json
- * the strings are borrowed from the tree. wh_podspec_done frees (safe on
- * a zeroed struct). Failure: -K8S_ENOMEM, or -K8S_EPARSE when the text is
- * not JSON; the struct is left empty (wh_podspec_pull: to be freed).
+ * from wh_podspec_read and wh_podspec_pull, the decoded strings, all
+ * taken from its arena (the request's, passed in; NULL: malloc'd, as
+ * wh_podspec_from_json always is, whose strings are borrowed from the
+ * tree). wh_podspec_done releases them (safe on a zeroed struct; a no-op
+ * for an arena's memory, which returns at the arena's reset, so the
+ * arena must outlive the struct) and keeps the struct's arena. Failure:
+ * -K8S_ENOMEM, or -K8S_EPARSE when the text is not JSON; the struct is
+ * left empty (wh_podspec_pull: to be freed).
  */
 #ifndef WH_PODSPEC_H
 #define WH_PODSPEC_H
@@ -32,6 +34,8 @@
 
 #include "k8s_err.h"
 #include "k8s_jsonload.h"
+
+struct k8s_arena;
 
 /* How a member holds its list (or, for the spec, its object). */
 enum wh_shape {
@@ -83,22 +87,25 @@ struct wh_podspec {
     enum wh_shape volumes_shape;
     const char **volumes; /* each volume's name, NULL unless a string */
     size_t n_volumes;
-    char *pool; /* wh_podspec_read: the decoded strings */
+    char *pool;              /* wh_podspec_read: the decoded strings */
+    struct k8s_arena *arena; /* where the arrays and strings come from (NULL: malloc) */
 };
 
 /* The member name of a container list ("containers", "initContainers"). */
 const char *wh_podspec_list_name(enum wh_podspec_list l);
 
 /* The pull reader (k8s_json_pull_fn) for a spec member, p at its value;
- * arg is the struct wh_podspec, zeroed before the first call (a later
- * call, for a duplicate member, replaces what it holds). */
+ * arg is the struct wh_podspec, zeroed but for its arena before the first
+ * call (a later call, for a duplicate member, replaces what it holds). */
 int wh_podspec_pull(struct k8s_jpull *p, void *arg);
-/* Read spec text (not NUL-terminated; NULL: the spec is absent). */
-int wh_podspec_read(const char *text, size_t len, struct wh_podspec *ret) K8S_MUST_CHECK;
+/* Read spec text (not NUL-terminated; NULL: the spec is absent) with
+ * arena's memory (NULL: malloc). */
+int wh_podspec_read(const char *text, size_t len, struct k8s_arena *arena,
+                    struct wh_podspec *ret) K8S_MUST_CHECK;
 /* Read a spec tree (NULL: absent). */
 int wh_podspec_from_json(const json_t *spec, struct wh_podspec *ret) K8S_MUST_CHECK;
-/* One container of a tree, into *ret (strings borrowed from c); free with
- * wh_container_done. */
+/* One container of a tree, into *ret (strings borrowed from c, arrays
+ * malloc'd); free with wh_container_done, for such containers only. */
 int wh_container_from_json(const json_t *c, struct wh_container *ret) K8S_MUST_CHECK;
 void wh_container_done(struct wh_container *c);
 void wh_podspec_done(struct wh_podspec *s);

@@ -207,9 +207,11 @@ static void describe(struct wh_review *rv, const char *const *s)
                 named ? "" : "*", NULL);
 }
 
-int wh_review_decode(const char *body, size_t len, struct wh_review *ret, struct k8s_error *reterr)
+int wh_review_decode(const char *body, size_t len, struct k8s_arena *arena, struct wh_review *ret,
+                     struct k8s_error *reterr)
 {
-    struct wh_review rv = {.pool = k8s_scope_alloc(len + 1)};
+    struct wh_review rv = {.pool = k8s_arena_malloc(arena, len + 1), .arena = arena};
+    rv.pod.meta.arena = rv.pod.spec.arena = arena;
     struct rd r = {.pool = {rv.pool}, .pod = &rv.pod};
     if (!rv.pool)
         return k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
@@ -237,7 +239,7 @@ void wh_review_done(struct wh_review *rv)
     if (!rv)
         return;
     wh_pod_done(&rv->pod);
-    k8s_scope_free(rv->pool);
+    k8s_arena_release(rv->arena, rv->pool);
     rv->pool = NULL;
 }
 

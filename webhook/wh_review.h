@@ -13,9 +13,10 @@
  * syntax, not range (k8s_jsonload).
  *
  * Thread-safety: reentrant. Ownership: struct wh_review owns its strings
- * and the pod read from the object until wh_review_done; decoded inside a
- * k8s_arena scope (wh_admit's per-thread arena) their memory is the
- * scope's (k8s_scope_alloc), so wh_review_done must run in that scope.
+ * and the pod read from the object until wh_review_done; their memory is
+ * the arena's the decoder is given (wh_admit's per-thread arena; NULL:
+ * malloc), which must outlive the review (wh_review_done releases
+ * nothing of an arena's: it returns at the arena's reset).
  */
 #ifndef WH_REVIEW_H
 #define WH_REVIEW_H
@@ -38,14 +39,15 @@ struct wh_review {
     struct wh_pod pod;     /* request.object (shape ABSENT when there is none) */
     bool pod_create;       /* a CREATE of a core/v1 Pod (not a subresource) */
     bool dry_run;
-    char what[300]; /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
-    char *pool;     /* the envelope's strings */
+    char what[300];          /* "Pod ns/name" or "Pod ns/generateName*" or "<resource>" for logs */
+    char *pool;              /* the envelope's strings */
+    struct k8s_arena *arena; /* where its memory comes from (NULL: malloc) */
 };
 
-/* Decode body[0..len). On failure returns -K8S_EPARSE (not JSON) or
- * -K8S_EINVAL (not an AdmissionReview) with a one-line reason in reterr,
- * and *ret is untouched. */
-int wh_review_decode(const char *body, size_t len, struct wh_review *ret,
+/* Decode body[0..len) with arena's memory (NULL: malloc). On failure
+ * returns -K8S_EPARSE (not JSON) or -K8S_EINVAL (not an AdmissionReview)
+ * with a one-line reason in reterr, and *ret is untouched. */
+int wh_review_decode(const char *body, size_t len, struct k8s_arena *arena, struct wh_review *ret,
                      struct k8s_error *reterr) K8S_MUST_CHECK;
 
 void wh_review_done(struct wh_review *rv);

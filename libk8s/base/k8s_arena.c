@@ -129,13 +129,10 @@ size_t k8s_arena_used(const struct k8s_arena *a)
     return a->used;
 }
 
-/* ---------- jansson routing ---------- */
+/* ---------- per-request memory, passed explicitly ---------- */
 
-static __thread struct k8s_arena *scope;
-
-void *k8s_scope_alloc(size_t n)
+void *k8s_arena_malloc(struct k8s_arena *a, size_t n)
 {
-    struct k8s_arena *a = scope;
     return a ? k8s_arena_alloc(a, n) : malloc(n);
 }
 
@@ -153,10 +150,9 @@ static bool extend(struct k8s_arena *a, void *p, size_t size, size_t n)
     return true;
 }
 
-void *k8s_scope_realloc(void *p, size_t used, size_t n)
+void *k8s_arena_realloc(struct k8s_arena *a, void *p, size_t used, size_t n)
 {
-    struct k8s_arena *a = scope;
-    if (!a || (p && !k8s_arena_owns(a, p)))
+    if (!a)
         return realloc(p, n);
     if (p && extend(a, p, used, n))
         return p;
@@ -166,7 +162,25 @@ void *k8s_scope_realloc(void *p, size_t used, size_t n)
     return q;
 }
 
-void k8s_scope_free(void *p)
+void k8s_arena_release(struct k8s_arena *a, void *p)
+{
+    if (!a)
+        free(p);
+}
+
+/* ---------- jansson routing ---------- */
+
+static __thread struct k8s_arena *scope;
+
+/* jansson's allocator: the calling thread's scope, else malloc. */
+static void *scope_alloc(size_t n)
+{
+    return k8s_arena_malloc(scope, n);
+}
+
+/* jansson's free: a no-op for the scope's memory; free() for anything
+ * else, since values made outside the scope may be released inside. */
+static void scope_free(void *p)
 {
     struct k8s_arena *a = scope;
     if (p && !(a && k8s_arena_owns(a, p)))
@@ -175,7 +189,7 @@ void k8s_scope_free(void *p)
 
 void k8s_arena_jansson_install(void)
 {
-    json_set_alloc_funcs(k8s_scope_alloc, k8s_scope_free);
+    json_set_alloc_funcs(scope_alloc, scope_free);
 }
 
 void k8s_arena_forget(json_t **v)

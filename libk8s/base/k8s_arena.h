@@ -1,7 +1,8 @@
 /*
  * k8s_arena — a bump allocator for per-request memory (the nginx/h2o pool
- * idea), the switch that routes jansson's allocations into it, and the
- * same routing for any per-request buffer (k8s_scope_alloc).
+ * idea): buffers taken from an arena the caller passes explicitly
+ * (k8s_arena_malloc, NULL: malloc), and the per-thread switch that routes
+ * jansson's allocations into one.
  *
  * jansson allocates several blocks per value (the value, its string copy,
  * hashtable buckets and pairs); for a 64 KiB pod glibc malloc/free were
@@ -19,9 +20,15 @@
  *     to anything that outlives the scope (caches, other threads). Values
  *     created elsewhere (malloc'd) may be used and released inside.
  *   - json_dumps() results created in scope must not be passed to free().
- * Outside any scope, jansson uses malloc/free as usual.
+ * Outside any scope, jansson uses malloc/free as usual. Only jansson's
+ * allocations follow the scope: every other buffer is taken from an arena
+ * passed explicitly, so a function that is given no arena allocates
+ * nothing in one.
  *
  * Thread-safety: an arena belongs to one thread; the scope is per thread.
+ * Ownership: everything taken from an arena is the arena's, released all
+ * at once by k8s_arena_reset or k8s_arena_free; nothing is freed alone.
+ * Failure: the allocators return NULL on OOM and change nothing.
  */
 #ifndef K8S_ARENA_H
 #define K8S_ARENA_H
@@ -45,21 +52,35 @@ void k8s_arena_reset(struct k8s_arena *a);
 /* Bytes handed out since the last reset. */
 size_t k8s_arena_used(const struct k8s_arena *a);
 
-void k8s_arena_jansson_install(void);
+/* ---------- per-request memory, passed explicitly ----------
+ * The request's code receives its arena (as h2o passes its pool) and takes
+ * its buffers from it: a pointer bump, no malloc and no page faults once
+ * the arena has learnt the working size. A NULL arena is malloc, realloc
+ * and free, for code outside any request (the offline inject command,
+ * tests). Memory taken with an arena is resized and released with that
+ * same arena (NULL included). */
 
-/* Per-request memory for any code, not only jansson: in the calling
- * thread's scope, n bytes of its arena (no malloc, no page faults once the
- * arena has learnt the working size); outside any scope, malloc(n).
- * k8s_scope_free releases either (a no-op for the scope's arena memory);
- * it must run in the scope the memory was taken in. NULL on OOM. */
-void *k8s_scope_alloc(size_t n);
-/* Resize p (from k8s_scope_alloc/_realloc in the same scope, or NULL),
- * whose size is `used` bytes (all kept, up to n), to n bytes: in the
- * scope's arena, in place when p is the last block handed out, else a new
- * block (the old one returns at the reset); realloc outside any scope or
- * for malloc'd memory. NULL on OOM, p left as it was. */
-void *k8s_scope_realloc(void *p, size_t used, size_t n);
-void k8s_scope_free(void *p);
+/* n bytes of a (NULL: malloc(n)). NULL on OOM. */
+void *k8s_arena_malloc(struct k8s_arena *a, size_t n);
+/* Resize p (from k8s_arena_malloc/_realloc with a, or NULL), whose size is
+ * `used` bytes (all kept, up to n), to n bytes: in place when p is a's last
+ * block, else a new block (the old one returns at the reset); a NULL:
+ * realloc. NULL on OOM, p left as it was. */
+void *k8s_arena_realloc(struct k8s_arena *a, void *p, size_t used, size_t n);
+/* Release p (from k8s_arena_malloc/_realloc with a, or NULL): a no-op for
+ * an arena's memory (it returns at the reset); a NULL: free(p). */
+void k8s_arena_release(struct k8s_arena *a, void *p);
+
+/* ---------- jansson's allocations, routed per thread ----------
+ * jansson's allocator is process-global and takes no parameter, so its
+ * allocations cannot be handed an arena: they follow the calling thread's
+ * scope instead. Only the admission entry point (wh_admit) enters one. */
+
+/* Route jansson through the calling thread's scope (malloc/free outside
+ * any): once at startup, before any jansson use and before threads start. */
+void k8s_arena_jansson_install(void);
+void k8s_arena_enter(struct k8s_arena *a);
+void k8s_arena_leave(void);
 
 /* Drop the reference *v (then NULL). When *v lives in the current scope's
  * arena, the tree is not walked: its memory returns at the next reset.
@@ -67,11 +88,11 @@ void k8s_scope_free(void *p);
  * static true/false/null) — a tree holding a malloc'd value would leak that
  * value's reference. Otherwise it is json_decref. */
 void k8s_arena_forget(json_t **v);
-void k8s_arena_enter(struct k8s_arena *a);
-void k8s_arena_leave(void);
 
 /* Leave the thread's scope for a while (returns it, or NULL) and come back:
- * for long-lived structures (caches) touched from inside a request. */
+ * for jansson values that outlive the request (caches) made or stored from
+ * inside one. The library never does this itself: whoever entered the
+ * scope pauses it around such calls. */
 struct k8s_arena *k8s_arena_pause(void);
 void k8s_arena_resume(struct k8s_arena *a);
 

@@ -130,7 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  strstr(err.message, "real number overflow"));
     struct k8s_error ferr;
     struct wh_review rv;
-    int f = wh_review_decode((const char *)data, size, &rv, &ferr);
+    int f = wh_review_decode((const char *)data, size, NULL, &rv, &ferr);
     if (f == 0 && want)
         same_pod(want, &rv.pod);
     if (f == 0)

@@ -67,7 +67,7 @@ static void check_text(const char *text, const char *what)
     json_t *spec = json_loads(text, JSON_DECODE_ANY, &jerr);
     cr_assert_not_null(spec, "%s: %s", what, jerr.text);
     struct wh_podspec a, b;
-    cr_assert_eq(wh_podspec_read(text, strlen(text), &a), 0, "%s", what);
+    cr_assert_eq(wh_podspec_read(text, strlen(text), NULL, &a), 0, "%s", what);
     cr_assert_eq(wh_podspec_from_json(spec, &b), 0, "%s", what);
     expect_same(&a, &b, what);
     wh_podspec_done(&a);
@@ -127,7 +127,7 @@ Test(wh_podspec, escapes_are_decoded_in_names_and_values)
                        "\"\\u0076alueFrom\":{}}]}]}";
     check_text(text, "escapes");
     struct wh_podspec s;
-    cr_assert_eq(wh_podspec_read(text, strlen(text), &s), 0);
+    cr_assert_eq(wh_podspec_read(text, strlen(text), NULL, &s), 0);
     cr_expect_str_eq(s.list[WH_CONTAINERS].c[0].name, "a\"b\\c/d\n");
     const struct wh_envvar *e = &s.list[WH_CONTAINERS].c[0].env[0];
     cr_expect_str_eq(e->name, "\xc3\xa9\xf0\x9f\x98\x80");
@@ -151,7 +151,8 @@ Test(wh_podspec, text_that_ends_early_is_refused)
                                         "{\"containers\""};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct wh_podspec s;
-        cr_expect_eq(wh_podspec_read(cases[i], strlen(cases[i]), &s), -K8S_EPARSE, "%s", cases[i]);
+        cr_expect_eq(wh_podspec_read(cases[i], strlen(cases[i]), NULL, &s), -K8S_EPARSE, "%s",
+                     cases[i]);
         cr_expect_null(s.pool, "%s: left empty", cases[i]);
     }
 }
@@ -159,7 +160,7 @@ Test(wh_podspec, text_that_ends_early_is_refused)
 Test(wh_podspec, absent_spec)
 {
     struct wh_podspec s;
-    cr_assert_eq(wh_podspec_read(NULL, 0, &s), 0);
+    cr_assert_eq(wh_podspec_read(NULL, 0, NULL, &s), 0);
     cr_expect_eq(s.shape, WH_SHAPE_ABSENT);
     cr_assert_eq(wh_podspec_from_json(NULL, &s), 0);
     cr_expect_eq(s.shape, WH_SHAPE_ABSENT);
@@ -182,7 +183,7 @@ Test(wh_podspec, strings_are_copied_whole_up_to_the_last_byte_of_the_text)
         memcpy(text, cases[i], len);
         struct wh_podspec a, b;
         json_t *spec = json_loadb(text, len, 0, NULL);
-        cr_assert_eq(wh_podspec_read(text, len, &a), 0, "%s", cases[i]);
+        cr_assert_eq(wh_podspec_read(text, len, NULL, &a), 0, "%s", cases[i]);
         cr_assert_eq(wh_podspec_from_json(spec, &b), 0);
         expect_same(&a, &b, cases[i]);
         wh_podspec_done(&a);

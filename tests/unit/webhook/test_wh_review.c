@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_arena.h"
 #include "k8s_codec.h"
 #include "wh_review.h"
 #include "test_support.h"
@@ -13,14 +14,14 @@
 
 static int decode_str(const char *body, struct wh_review *rv, struct k8s_error *err)
 {
-    return wh_review_decode(body, strlen(body), rv, err);
+    return wh_review_decode(body, strlen(body), NULL, rv, err);
 }
 
 /* Decode the base review after `edit` changed it. */
 static int decode_json(json_t *doc, struct wh_review *rv, struct k8s_error *err)
 {
     char *body = json_dumps(doc, JSON_COMPACT);
-    int r = wh_review_decode(body, strlen(body), rv, err);
+    int r = wh_review_decode(body, strlen(body), NULL, rv, err);
     free(body);
     return r;
 }
@@ -454,4 +455,34 @@ Test(wh_review, uid_unicode_escapes_in_body)
     json_decref(resp);
     free(out);
     wh_review_done(&rv);
+}
+
+/* Decoded with the request's arena, the review's strings and the pod's
+ * arrays are the arena's (none malloc'd), with the same content; done
+ * releases nothing of them, the reset does. */
+Test(wh_review, decoded_with_an_arena_takes_its_memory)
+{
+    json_t *doc = base();
+    char *body = json_dumps(doc, JSON_COMPACT);
+    struct k8s_arena *a = k8s_arena_new(1024);
+    struct wh_review rv, plain;
+    struct k8s_error err = {0};
+    cr_assert_eq(wh_review_decode(body, strlen(body), a, &rv, &err), 0, "%s", err.message);
+    cr_assert_eq(decode_json(doc, &plain, &err), 0);
+    cr_expect(k8s_arena_owns(a, rv.pool));
+    cr_expect(k8s_arena_owns(a, rv.pod.meta.pool));
+    cr_expect(k8s_arena_owns(a, rv.pod.spec.pool));
+    cr_expect(k8s_arena_owns(a, rv.pod.spec.list[WH_CONTAINERS].c));
+    cr_expect_eq(rv.pod.spec.arena, a);
+    cr_expect_str_eq(rv.uid, plain.uid);
+    cr_expect_str_eq(rv.what, plain.what);
+    cr_expect_eq(rv.pod.spec.list[WH_CONTAINERS].n, plain.pod.spec.list[WH_CONTAINERS].n);
+    size_t used = k8s_arena_used(a);
+    wh_review_done(&rv);
+    cr_expect_eq(k8s_arena_used(a), used);
+    wh_review_done(&plain);
+    k8s_arena_reset(a);
+    k8s_arena_free(a);
+    free(body);
+    json_decref(doc);
 }
