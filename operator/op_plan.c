@@ -70,10 +70,18 @@ static void say(struct op_plan *p, const char *type, const char *reason, const c
     p->event.log = json_pack("{s:s, s:s}", "phase", phase, "message", msg);
 }
 
+static void oom(struct op_plan *p)
+{
+    k8s_error_set(&p->err, -K8S_ENOMEM, "out of memory");
+    fx(p, OP_FX_RETRY);
+}
+
 /* Write status, then tell (when there is something to say), then give up
  * the pods (release). */
 static void written(struct op_plan *p, json_t *status, bool release)
 {
+    if (!status)
+        return oom(p);
     p->status = status;
     fx(p, OP_FX_WRITE);
     if (p->event.type || p->event.log || p->event.outcome != OP_OUT_NONE)
@@ -86,12 +94,6 @@ static void requeue(struct op_plan *p, int64_t after_ns)
 {
     p->after_ns = after_ns;
     fx(p, OP_FX_REQUEUE);
-}
-
-static void oom(struct op_plan *p)
-{
-    k8s_error_set(&p->err, -K8S_ENOMEM, "out of memory");
-    fx(p, OP_FX_RETRY);
 }
 
 /* ---------- terminal outcomes ---------- */
@@ -332,10 +334,14 @@ static bool dispatch_hosts(const struct op_plan_in *in, const struct op_spec *s,
         char host[320], file[320];
         host_name(&t->v[i], s->port, override, host, sizeof(host));
         file_stem(host, file, sizeof(file));
-        if (!(d->hosts[i] = strdup(host)) ||
-            asprintf(&d->pods[i], "%s/%s", s->pod_namespace, t->v[i].pod) < 0 ||
-            asprintf(&d->files[i], "%s/%s.xplane.pb", d->location, file) < 0) {
-            d->pods[i] = d->files[i] = NULL;
+        if (!(d->hosts[i] = strdup(host)))
+            return false;
+        if (asprintf(&d->pods[i], "%s/%s", s->pod_namespace, t->v[i].pod) < 0) {
+            d->pods[i] = NULL; /* asprintf leaves it undefined */
+            return false;
+        }
+        if (asprintf(&d->files[i], "%s/%s.xplane.pb", d->location, file) < 0) {
+            d->files[i] = NULL;
             return false;
         }
         d->targets[i] = (struct op_relay_target){d->hosts[i], t->v[i].ip};

@@ -91,7 +91,9 @@ enum op_outcome {
     OP_OUT_INTERRUPTED
 };
 
-/* The effects, in the order a plan lists them. */
+/* The effects. A plan lists them in the order they apply, which is not
+ * this enum's: a dispatch is CLAIM, WRITE, SUBMIT, then EVENT, so that no
+ * "Started" is posted for RPCs that could not be queued. */
 enum op_effect {
     OP_FX_CANCEL,  /* drop the record of an earlier resource: cancel its RPCs
                     * (cancel_reason) when live, else forget it */

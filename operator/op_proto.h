@@ -6,8 +6,9 @@
  *
  * ProfileRequest: 1 duration_ms, 2 max_events (1000000), 4 opts,
  * 5 repository_root, 6 session_id, 7 host_name. ProfileOptions:
- * 1 include_dataset_ops (true), 2 host_tracer_level (2),
- * 3 device_tracer_level (1), 4 python_tracer_level (1), 5 version (1:
+ * 1 include_dataset_ops (true), 2 host_tracer_level, 3 device_tracer_level,
+ * 4 python_tracer_level (the request's levels; a 0 is left out, as
+ * protobuf leaves out a proto3 field at its default), 5 version (1:
  * without it the server ignores every option), 8 start_timestamp_ns,
  * 9 duration_ms (the one the server waits on). ProfileResponse:
  * 6 tool_data (repeated message), 7 empty_trace, 8 xspace.
@@ -54,8 +55,15 @@ struct op_tracer_levels {
     uint32_t python; /* 0 off, 1 on */
 };
 
-/* jax.profiler's own client's levels (DefaultPythonProfileOptions). */
-#define OP_TRACER_LEVELS_DEFAULT ((struct op_tracer_levels){2, 1, 1})
+/* jax.profiler's own client's levels (DefaultPythonProfileOptions): what a
+ * capture that sets none sends. Levels are sent as given: a zeroed struct
+ * turns every tracer off. */
+#define OP_TRACER_HOST_DEFAULT   2
+#define OP_TRACER_DEVICE_DEFAULT 1
+#define OP_TRACER_PYTHON_DEFAULT 1
+#define OP_TRACER_LEVELS_DEFAULT                                                                   \
+    ((struct op_tracer_levels){OP_TRACER_HOST_DEFAULT, OP_TRACER_DEVICE_DEFAULT,                   \
+                               OP_TRACER_PYTHON_DEFAULT})
 
 struct op_profile_request {
     uint64_t duration_ms; /* fields 1 and opts.9 alike */

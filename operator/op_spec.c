@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "k8s_time.h"
+#include "op_proto.h"
 
 #define F "spec.triggerCapture."
 
@@ -257,9 +258,12 @@ static const struct {
     long long lo, hi, def;
     size_t at; /* offsetof in struct op_options */
 } option_rows[] = {
-    {"hostTracerLevel", 0, 3, 2, offsetof(struct op_options, host_tracer_level)},
-    {"deviceTracerLevel", 0, 1, 1, offsetof(struct op_options, device_tracer_level)},
-    {"pythonTracerLevel", 0, 1, 1, offsetof(struct op_options, python_tracer_level)},
+    {"hostTracerLevel", 0, 3, OP_TRACER_HOST_DEFAULT,
+     offsetof(struct op_options, host_tracer_level)},
+    {"deviceTracerLevel", 0, 1, OP_TRACER_DEVICE_DEFAULT,
+     offsetof(struct op_options, device_tracer_level)},
+    {"pythonTracerLevel", 0, 1, OP_TRACER_PYTHON_DEFAULT,
+     offsetof(struct op_options, python_tracer_level)},
     {"delayMs", 0, 3600000, 0, offsetof(struct op_options, delay_ms)},
 };
 
@@ -340,6 +344,12 @@ int op_spec_check_sidecar(const struct op_spec *s, size_t hosts, int64_t sidecar
         return 0;
     char limit[32];
     k8s_duration_format(sidecar_timeout_ns, limit);
+    if (s->options.delay_ms > op_start_delay_ms(hosts)) /* the user's delay is the larger part */
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             F "options.delayMs: %lldms plus durationSeconds %llds exceeds "
+                               "--sidecar-timeout (%s), the ceiling for one capture: the "
+                               "profiler would be cut off and save nothing",
+                             (long long)delay_ms, (long long)s->duration_s, limit);
     return k8s_error_set(reterr, -K8S_EINVAL,
                          F "durationSeconds: %llds plus the %lldms start delay exceeds "
                            "--sidecar-timeout (%s), the ceiling for one capture: the profiler "

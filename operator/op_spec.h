@@ -7,7 +7,8 @@
  * Also the rule that ties a capture to --sidecar-timeout: the RPC deadline
  * is capped by it, and a profiler cut short saves nothing, so a capture
  * whose duration plus start delay (the common start is set in the future
- * by op_start_delay_ms, so that every host starts together) does not fit
+ * by op_start_delay_ms, so that every host starts together, or further by
+ * options.delayMs) does not fit
  * in it could never save a profile and is invalid.
  *
  * Thread-safety: reentrant; a struct op_spec belongs to its caller.
@@ -76,7 +77,8 @@ int64_t op_spec_start_delay_ms(const struct op_spec *s, size_t hosts);
 
 /* Does the capture fit in the sidecar timeout over `hosts` pods
  * (durationSeconds + op_spec_start_delay_ms(s, hosts) <= sidecar_timeout_ns)?
- * -K8S_EINVAL when not, reterr naming durationSeconds and --sidecar-timeout
+ * -K8S_EINVAL when not, reterr naming durationSeconds (or options.delayMs
+ * when the user's delay is the larger part) and --sidecar-timeout
  * with both values. sidecar_timeout_ns 0: always fits. */
 int op_spec_check_sidecar(const struct op_spec *s, size_t hosts, int64_t sidecar_timeout_ns,
                           struct k8s_error *reterr) K8S_MUST_CHECK;

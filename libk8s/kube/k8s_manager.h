@@ -32,8 +32,9 @@ enum k8s_result {
 struct k8s_reconciler {
     /* Reconcile key; *after for K8S_REQUEUE_AFTER, *err for K8S_RETRY. */
     enum k8s_result (*reconcile)(void *ud, const char *key, int64_t *after, struct k8s_error *err);
-    /* K8S_RETRY: key failed with err, its failures-th failure since it last
-     * succeeded, before it is queued again; NULL: nothing to tell. */
+    /* K8S_RETRY: key failed with err, after `failures` earlier failures
+     * since it last succeeded (0 on the first), before it is queued again;
+     * NULL: nothing to tell. */
     void (*failed)(void *ud, const char *key, const struct k8s_error *err, int failures);
     void *ud;
 };

@@ -1,9 +1,8 @@
 /*
  * k8s_ticker — a job run every period on a thread of its own, beside the
- * watches (controller-runtime's periodic runnables): op_controller starts
- * one for the audit's rescan (--audit-interval) and one for the resync
- * safety net (--resync-period). The job is told whether this replica
- * leads; the period is counted from the end of a run.
+ * watches (controller-runtime's periodic runnables: a rescan, a resync
+ * safety net). The job is told whether this replica leads; the period is
+ * counted from the end of a run.
  *
  * A job started with at_once runs when started, and again at once when
  * this replica comes to lead (the audit then posts its Events); without
