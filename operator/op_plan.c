@@ -96,6 +96,16 @@ static void requeue(struct op_plan *p, int64_t after_ns)
     fx(p, OP_FX_REQUEUE);
 }
 
+/* "3 hosts", or "3 of 16 hosts" when spec.hosts chose them from 16. */
+static const char *hosts_of(size_t n, size_t of, char *out, size_t cap)
+{
+    if (of)
+        snprintf(out, cap, "%zu of %zu host%s", n, of, of > 1 ? "s" : "");
+    else
+        snprintf(out, cap, "%zu host%s", n, n > 1 ? "s" : "");
+    return out;
+}
+
 /* ---------- terminal outcomes ---------- */
 
 static void fail(const struct op_plan_in *in, struct op_plan *p, const char *reason,
@@ -185,8 +195,10 @@ static void finish(const struct op_plan_in *in, struct op_plan *p)
     size_t failed = failure_list(run, failures, sizeof(failures));
     bool ok = failed == 0;
     const char *s = run->n > 1 ? "s" : "";
+    char hosts[80];
     if (ok)
-        snprintf(msg, sizeof(msg), "captured %zu host%s into %s", run->n, s, run->location);
+        snprintf(msg, sizeof(msg), "captured %s into %s",
+                 hosts_of(run->n, run->of, hosts, sizeof(hosts)), run->location);
     else
         snprintf(msg, sizeof(msg), "%zu of %zu host%s failed", failed, run->n, s);
     k8s_time_rfc3339(now_s(in), when);
@@ -272,9 +284,10 @@ static json_t *running_status(const struct op_plan_in *in, const struct op_plan_
     const json_t *obj = in->obj;
     json_int_t gen = generation(obj);
     k8s_time_rfc3339(now_s(in), when);
-    snprintf(msg, sizeof(msg), "capturing %zu host%s for %llds (session %s, attempt %d of %d)",
-             d->n, d->n > 1 ? "s" : "", (long long)duration_s, d->session, d->attempt,
-             (int)in->cfg->capture_max_retries + 1);
+    char hosts[80];
+    snprintf(msg, sizeof(msg), "capturing %s for %llds (session %s, attempt %d of %d)",
+             hosts_of(d->n, d->of, hosts, sizeof(hosts)), (long long)duration_s, d->session,
+             d->attempt, (int)in->cfg->capture_max_retries + 1);
     json_t *st = status_copy(obj);
     json_object_set_new(st, "phase", json_string("Running"));
     json_object_set_new(st, "message", json_string(msg));
@@ -395,6 +408,7 @@ static void dispatch(const struct op_plan_in *in, struct op_plan *p, int attempt
     else
         op_session_id((time_t)(start_ns / SEC), d->session);
     d->attempt = attempt;
+    d->of = t->of;
     d->resumed = session != NULL;
     snprintf(d->root, sizeof(d->root), "%s/plugins/profile", s->storage);
     snprintf(d->location, sizeof(d->location), "%s/%s", d->root, d->session);
@@ -402,9 +416,10 @@ static void dispatch(const struct op_plan_in *in, struct op_plan *p, int attempt
         return oom(p);
     dispatch_batch(in, s, d, start_ns);
     char msg[300];
-    snprintf(msg, sizeof(msg), "%s %zu host%s, session %s, attempt %d",
-             attempt > 1 ? "resumed the capture on" : "capturing", t->n, t->n > 1 ? "s" : "",
-             d->session, attempt);
+    char hosts[80];
+    snprintf(msg, sizeof(msg), "%s %s, session %s, attempt %d",
+             attempt > 1 ? "resumed the capture on" : "capturing",
+             hosts_of(t->n, t->of, hosts, sizeof(hosts)), d->session, attempt);
     say(p, "Normal", attempt > 1 ? "Resumed" : "Started", "Running", msg);
     p->status = running_status(in, d, s->duration_s);
     fx(p, OP_FX_CLAIM);

@@ -65,6 +65,7 @@ struct op_run_view {
     int attempt;
     const char *session;  /* "YYYY_MM_DD_HH_MM_SS" */
     const char *location; /* <storage>/plugins/profile/<session> */
+    size_t of;            /* spec.hosts chose the n from this many; 0: no choice */
 };
 
 enum op_absent { OP_ABSENT_UNASKED, OP_ABSENT_CONFIRMED, OP_ABSENT_FOUND };
@@ -119,6 +120,7 @@ struct op_plan_dispatch {
     char location[1100]; /* <root>/<session> */
     int attempt;
     bool resumed; /* re-dispatch of a Running capture: a failure keeps its pods */
+    size_t of;    /* spec.hosts chose the n from this many; 0: no choice */
     char **pods;  /* "ns/pod", n of them (the claim takes them) */
     char **files; /* <location>/<host file>.xplane.pb (the claim takes them) */
     size_t n;

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <pthread.h>
-
 #include "k8s_buf.h"
 #include "k8s_mlrun.h"
 #include "k8s_names.h"
@@ -52,6 +50,49 @@ static void identity_of(const json_t *annotations, struct identity *id)
     json_decref(o);
 }
 
+/* Every label as key\0value\0 (a label value never holds a NUL). */
+static int pack_labels(struct k8s_buf *b, const json_t *labels)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)labels, key, v)
+    {
+        const char *val = json_string_value(v);
+        if (!val)
+            continue;
+        if (k8s_buf_append(b, key, strlen(key) + 1) < 0 ||
+            k8s_buf_append(b, val, strlen(val) + 1) < 0)
+            return -K8S_ENOMEM; /* the buffer freed itself */
+    }
+    return 0;
+}
+
+const char *op_pod_label(const void *pod, const char *key)
+{
+    const struct op_pod *p = pod;
+    for (const char *k = p->labels; k && k < p->labels_end;) {
+        const char *v = k + strlen(k) + 1;
+        if (v >= p->labels_end)
+            return NULL;
+        if (!strcmp(k, key))
+            return v;
+        k = v + strlen(v) + 1;
+    }
+    return NULL;
+}
+
+json_t *op_pod_labels_json(const struct op_pod *p)
+{
+    json_t *o = json_object();
+    for (const char *k = p->labels; o && k && k < p->labels_end;) {
+        const char *v = k + strlen(k) + 1;
+        if (v >= p->labels_end || json_object_set_new(o, k, json_string(v)) < 0)
+            break;
+        k = v + strlen(v) + 1;
+    }
+    return o;
+}
+
 json_t *op_pod_pack(json_t *pod)
 {
     const json_t *meta = json_object_get(pod, "metadata");
@@ -80,14 +121,19 @@ json_t *op_pod_pack(json_t *pod)
         [F_ID_NAME] = id.name,
         [F_ID_MISSING] = id.missing,
     };
+    bool workload = false;
     for (int k = 0; k < K8S_KIND_COUNT; k++) /* the labels workloadRef targets select by */
-        if (k8s_kind_selects_pods((enum k8s_kind_id)k))
+        if (k8s_kind_selects_pods((enum k8s_kind_id)k)) {
             f[F_LABEL + k] = k8s_kind_pod_label(&k8s_kinds[k], labels);
+            workload |= f[F_LABEL + k] != NULL;
+        }
     struct k8s_buf b;
     k8s_buf_init(&b, 1 << 16);
     for (int i = 0; i < N_FIELDS; i++)
         if (k8s_buf_append(&b, f[i] ? f[i] : "", f[i] ? strlen(f[i]) + 1 : 1) < 0)
             return NULL; /* the buffer freed itself */
+    if (workload && pack_labels(&b, labels) < 0)
+        return NULL;
     json_t *v = json_stringn_nocheck(b.data, b.len);
     k8s_buf_done(&b);
     return v;
@@ -119,6 +165,8 @@ bool op_pod_view(const json_t *packed, struct op_pod *out)
     };
     for (int k = 0; k < K8S_KIND_COUNT; k++)
         out->label[k] = f[F_LABEL + k];
+    out->labels = s + at; /* the rest: a workload's pod's labels */
+    out->labels_end = s + n;
     return true;
 }
 
@@ -137,10 +185,6 @@ bool op_pod_ready(const struct op_pod *p, const char **why)
 
 /* ---------- what the pod cache keeps ---------- */
 
-/* K8S_LABEL_MANAGED, and each selecting kind's label and its condition */
-#define MAX_LABELS (1 + 2 * K8S_KIND_COUNT)
-
-static struct k8s_json_filter labels_keep[MAX_LABELS + 1];
 static const struct k8s_json_filter annotations_keep[] = {{K8S_ANN_INJECTION, NULL},
                                                           {K8S_ANN_IDENTIFIER, NULL},
                                                           {K8S_ANN_METADATA, NULL},
@@ -151,32 +195,14 @@ static const struct k8s_json_filter meta_keep[] = {{"name", NULL},
                                                    {"uid", NULL},
                                                    {"resourceVersion", NULL},
                                                    {"deletionTimestamp", NULL},
-                                                   {"labels", labels_keep},
+                                                   {"labels", NULL}, /* all: see pack */
                                                    {"annotations", annotations_keep},
                                                    {NULL}};
 static const struct k8s_json_filter spec_keep[] = {{"hostname", NULL}, {NULL}};
 static const struct k8s_json_filter status_keep[] = {{"phase", NULL}, {"podIP", NULL}, {NULL}};
 static const struct k8s_json_filter pod_keep[] = {
     {"metadata", meta_keep}, {"spec", spec_keep}, {"status", status_keep}, {NULL}};
-static pthread_once_t keep_once = PTHREAD_ONCE_INIT;
-
-static void keep_init(void)
-{
-    size_t n = 0;
-    labels_keep[n++] = (struct k8s_json_filter){K8S_LABEL_MANAGED, NULL};
-    for (int k = 0; k < K8S_KIND_COUNT; k++) {
-        const struct k8s_kind_label *l = &k8s_kinds[k].pod_label;
-        if (!k8s_kind_selects_pods((enum k8s_kind_id)k) || !l->key)
-            continue;
-        labels_keep[n++] = (struct k8s_json_filter){l->key, NULL};
-        if (l->when)
-            labels_keep[n++] = (struct k8s_json_filter){l->when, NULL};
-    }
-    labels_keep[n] = (struct k8s_json_filter){NULL, NULL};
-}
-
 const struct k8s_json_filter *op_pod_keep(void)
 {
-    pthread_once(&keep_once, keep_init);
     return pod_keep;
 }

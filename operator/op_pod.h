@@ -4,7 +4,11 @@
  * (k8s_store's transform), instead of a tree of JSON values: about 200
  * bytes a pod instead of kilobytes, so 10,000 cached pods fit in a few MiB.
  * The pod's cached annotations must include diagon.gke.io/identifier and
- * diagon.gke.io/metadata for id_* to be known.
+ * diagon.gke.io/metadata for id_* to be known. A pod of a workload (one
+ * that carries the pod label of a kind a workloadRef selects pods by)
+ * keeps all its labels, read with op_pod_label: captures choose among a
+ * workload's hosts by their roles, ranks and any label
+ * (spec.triggerCapture.hosts).
  *
  * Thread-safety: reentrant. A view borrows from the packed value it was
  * made from (hold a reference while using it).
@@ -32,10 +36,21 @@ struct op_pod {
      * workloadRef kind selects pods by it (k8s_kind_selects_pods), else
      * "" (also when absent) */
     const char *label[K8S_KIND_COUNT];
+    /* a workload's pod: its labels, key\0value\0 pairs up to labels_end
+     * (empty for other pods) */
+    const char *labels, *labels_end;
 };
 
+/* The value of label key of p (borrowed from the packed value), NULL when
+ * absent or p keeps no labels. A k8s_label_fn over a struct op_pod. */
+const char *op_pod_label(const void *pod, const char *key);
+
+/* p's labels as a new JSON object (for a label selector); NULL when out
+ * of memory. */
+json_t *op_pod_labels_json(const struct op_pod *p);
+
 /* The filter the pod watch loads pods through: what op_pod_pack reads
- * (static; built from the kind table on first use). */
+ * (static). */
 const struct k8s_json_filter *op_pod_keep(void);
 
 /* k8s_store transform: the packed form of a pod object (borrowed), a new

@@ -22,6 +22,7 @@ struct run {
     char **pods; /* held "ns/pod" (op_holds), and the hosts' file names */
     char **files;
     size_t n;
+    size_t of; /* the workload's pods they were chosen from (0: not a choice) */
     int attempt;
     int64_t expected_end_mono; /* when the profilers should be done */
     char written_rv[64];       /* resourceVersion of our last status write */
@@ -154,7 +155,8 @@ struct op_run_view op_runs_view(struct op_runs *rs, const char *key, bool *ret_s
                                                 : OP_RUN_FINISHED;
         v = (struct op_run_view){st,         r->uid,     r->results,
                                  r->pods,    r->files,   r->n,
-                                 r->attempt, r->session, r->location ? r->location : ""};
+                                 r->attempt, r->session, r->location ? r->location : "",
+                                 r->of};
     }
     pthread_mutex_unlock(&rs->lock);
     return v;
@@ -198,6 +200,7 @@ int op_runs_claim(struct op_runs *rs, const char *key, const char *uid, struct o
     run->pods = d->pods;
     run->files = d->files;
     run->n = d->n;
+    run->of = d->of;
     d->pods = d->files = NULL;
     d->n = 0;
     snprintf(run->session, sizeof(run->session), "%s", d->session);

@@ -57,6 +57,7 @@ void op_spec_done(struct op_spec *s)
     free(s->pod_namespace);
     free(s->storage);
     free(s->ref_name);
+    op_hosts_done(&s->hosts);
     memset(s, 0, sizeof(*s));
 }
 
@@ -318,7 +319,12 @@ static int parse(const json_t *tc, const char *own, const struct op_spec_limits 
                              F "podName and " F "workloadRef: set one of them, not both");
     if (!has_ref && (!pods || !*pods))
         return k8s_error_set(reterr, -K8S_EINVAL, F "podName: required (or " F "workloadRef)");
+    const json_t *hosts = json_object_get(tc, "hosts");
+    if (!has_ref && hosts && !json_is_null(hosts))
+        return k8s_error_set(reterr, -K8S_EINVAL,
+                             F "hosts: only with " F "workloadRef (podName names its pods)");
     r = has_ref ? workload_ref(s, ref, reterr) : split_pods(s, pods, reterr);
+    r = r ? r : op_hosts_parse(hosts, &s->hosts, reterr);
     r = r ? r : namespace_rule(s, own, pod_ns, lim, reterr);
     r = r ? r : options(s, json_object_get(tc, "options"), reterr);
     return r ? r : storage(s, loc, reterr);

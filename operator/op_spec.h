@@ -23,6 +23,7 @@
 
 #include "k8s_err.h"
 #include "k8s_kinds.h"
+#include "op_hosts.h"
 
 #define OP_MAX_TARGETS 20000
 /* storageLocation's length: GCS object names are at most 1,024 bytes, and
@@ -49,6 +50,7 @@ struct op_spec {
     char *storage;                   /* storageLocation without trailing slashes */
     const struct k8s_kind *ref_kind; /* workloadRef: a K8S_KIND_WORKLOAD_REF row; NULL: podName */
     char *ref_name;
+    struct op_hosts hosts; /* which of the workload's hosts (workloadRef only) */
 };
 
 struct op_spec_limits {

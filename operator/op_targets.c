@@ -94,6 +94,60 @@ static int pod_name_cmp(const void *a, const void *b)
     return strcmp(name_of(*(json_t *const *)a), name_of(*(json_t *const *)b));
 }
 
+/* The pod a host was read from (its packed form's view, and its labels
+ * as JSON when a selector reads them). */
+struct host_pod {
+    struct op_pod view;
+    json_t *labels;
+};
+
+static bool read_hosts(const struct op_spec *s, const struct k8s_kind *pods_of,
+                       const struct found *f, struct host_pod *hp, struct op_host *v)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        if (!op_pod_view(f->pods[i], &hp[i].view))
+            memset(&hp[i].view, 0, sizeof(hp[i].view));
+        v[i] = (struct op_host){.pod = f->pods[i], .name = hp[i].view.name ? hp[i].view.name : ""};
+        op_host_read(pods_of, op_pod_label, &hp[i].view, &v[i]);
+        if (s->hosts.selector && !(hp[i].labels = op_pod_labels_json(&hp[i].view)))
+            return false;
+        v[i].labels = hp[i].labels;
+    }
+    return true;
+}
+
+/* Keep in f the hosts spec.triggerCapture.hosts takes (the others are
+ * released); none taken: wait, saying so. */
+static void choose(const struct op_spec *s, const struct k8s_kind *pods_of, struct found *f,
+                   struct op_targets *t)
+{
+    size_t n = f->n, kept = 0;
+    struct host_pod *hp = calloc(n, sizeof(*hp));
+    struct op_host *v = calloc(n, sizeof(*v));
+    if (!hp || !v || !read_hosts(s, pods_of, f, hp, v) ||
+        op_hosts_choose(&s->hosts, v, f->n, &kept) < 0) {
+        f->oom = true;
+    } else {
+        for (size_t i = 0; i < f->n; i++)
+            f->pods[i] = (json_t *)v[i].pod; /* the taken first, then the others */
+        for (size_t i = kept; i < f->n; i++)
+            k8s_store_release(f->pods[i]);
+        t->of = f->n;
+        f->n = kept;
+    }
+    for (size_t i = 0; hp && i < n; i++)
+        json_decref(hp[i].labels);
+    free(hp);
+    free(v);
+    if (!f->oom && !kept) {
+        char want[300];
+        t->state = OP_TARGETS_WAIT;
+        snprintf(t->why, sizeof(t->why), "hosts (%s) takes none of the %zu pods of %s %s/%s yet",
+                 op_hosts_describe(&s->hosts, want, sizeof(want)), t->of, s->ref_kind->kind,
+                 s->pod_namespace, s->ref_name);
+    }
+}
+
 /* The pods of the workload into f; WAIT/FAIL reasons into t. */
 static void workload_pods(const struct op_spec *s, const struct op_stores *st, struct found *f,
                           struct op_targets *t)
@@ -121,6 +175,8 @@ static void workload_pods(const struct op_spec *s, const struct op_stores *st, s
             t->state = OP_TARGETS_WAIT;
             snprintf(t->why, sizeof(t->why), "%s %s/%s has no pods yet", k->kind, s->pod_namespace,
                      s->ref_name);
+        } else if (s->hosts.set && !f->oom) {
+            choose(s, &k8s_kinds[k->pods_by], f, t);
         }
     }
     k8s_store_release(w);

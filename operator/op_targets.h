@@ -7,9 +7,13 @@
  * (ray.io/cluster of the RayJob's status.rayClusterName), read from the
  * operator's caches.
  *
+ * With spec.triggerCapture.hosts only the hosts it takes (op_hosts) are
+ * targets, and only they must be ready.
+ *
  * A named pod that does not exist fails the capture at once, as does a
  * workload that does not exist; pods that exist but are not Running with
- * an IP (or a workload without pods yet) make the capture wait.
+ * an IP (or a workload without pods yet, or none that hosts takes) make
+ * the capture wait.
  *
  * Thread-safety: reentrant (the stores lock themselves).
  */
@@ -46,6 +50,7 @@ struct op_targets {
     enum op_targets_state state;
     struct op_target *v; /* READY: the targets, sorted by pod name */
     size_t n;
+    size_t of;      /* READY: the workload's pods spec.hosts chose them from; 0: no choice made */
     char why[1024]; /* WAIT / FAIL: what is missing, naming pods */
     /* FAIL: the API paths of what the cache does not have (the first
      * few), for the caller to confirm — a cache can lag a creation */

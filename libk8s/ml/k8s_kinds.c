@@ -19,6 +19,9 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
             .sites = {{K8S_SITE_EACH_ITEM, "/spec/replicatedJobs", "/template/spec/template",
                        "replicatedJobs", NULL}},
             .pods_by = K8S_KIND_JOBSET,
+            .hosts = {{{"jobset.sigs.k8s.io/replicatedjob-name"}},
+                      {"jobset.sigs.k8s.io/job-global-index",
+                       "batch.kubernetes.io/job-completion-index"}},
         },
     [K8S_KIND_LWS] =
         {
@@ -31,6 +34,10 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
                       {K8S_SITE_ONE, "/spec/leaderWorkerTemplate/workerTemplate", NULL,
                        "worker template", NULL}},
             .pods_by = K8S_KIND_LWS,
+            .hosts = {{{"leaderworkerset.sigs.k8s.io/worker-index", "0", "leader"},
+                       {"leaderworkerset.sigs.k8s.io/worker-index", NULL, "worker"}},
+                      {"leaderworkerset.sigs.k8s.io/group-index",
+                       "leaderworkerset.sigs.k8s.io/worker-index"}},
         },
     [K8S_KIND_RAYJOB] =
         {
@@ -59,6 +66,7 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
                       {K8S_SITE_EACH_ITEM, "/spec/workerGroupSpecs", "/template", "worker group",
                        "RayCluster"}},
             .pods_by = K8S_KIND_NONE,
+            .hosts = {{{"ray.io/node-type", "head", "head"}, {"ray.io/group"}}},
         },
     [K8S_KIND_JOB] =
         {
@@ -93,6 +101,9 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
             .sites = {{K8S_SITE_EACH_MEMBER, "/spec/pytorchReplicaSpecs", "/template",
                        "pytorchReplicaSpecs", "PyTorchJob"}},
             .pods_by = K8S_KIND_PYTORCHJOB,
+            .hosts = {{{"training.kubeflow.org/replica-type", "master", "master"},
+                       {"training.kubeflow.org/replica-type"}},
+                      {"training.kubeflow.org/replica-index"}},
         },
     /* Volcano: its pods are its own (<job>-<task>-<index>), labelled with
      * its name; a kind named Job beside batch's, told apart by its group */
@@ -104,6 +115,7 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
             .pod_label = {"volcano.sh/job-name"},
             .sites = {{K8S_SITE_EACH_ITEM, "/spec/tasks", "/template", "tasks", "Job"}},
             .pods_by = K8S_KIND_VOLCANO_JOB,
+            .hosts = {{{"volcano.sh/task-spec"}}, {"volcano.sh/task-index"}},
         },
     /* Kubeflow MPI operator (v2beta1): it owns its workers and its
      * launcher's batch Job; both carry its job-name label, told apart from
@@ -118,6 +130,9 @@ const struct k8s_kind k8s_kinds[K8S_KIND_COUNT] = {
             .sites = {{K8S_SITE_EACH_MEMBER, "/spec/mpiReplicaSpecs", "/template",
                        "mpiReplicaSpecs", NULL}},
             .pods_by = K8S_KIND_MPIJOB,
+            .hosts = {{{"training.kubeflow.org/job-role", "launcher", "launcher"},
+                       {"training.kubeflow.org/job-role"}},
+                      {"training.kubeflow.org/replica-index"}},
         },
     /* read one at a time on a miss (pod-label opt-in of other workloads) */
     [K8S_KIND_DEPLOYMENT] =
@@ -219,6 +234,21 @@ const char *k8s_kind_pod_label_in(const struct k8s_kind *k, k8s_label_fn *get, c
 const char *k8s_kind_pod_label(const struct k8s_kind *k, const json_t *labels)
 {
     return k8s_kind_pod_label_in(k, label_of, labels);
+}
+
+int k8s_kind_host_role(const struct k8s_kind *k, k8s_label_fn *get, const void *labels,
+                       const char **ret_name)
+{
+    for (int i = 0; i < K8S_KIND_MAX_ROLES && k->hosts.roles[i].key; i++) {
+        const struct k8s_kind_role *r = &k->hosts.roles[i];
+        const char *v = get(labels, r->key);
+        if (v && (!r->is || !strcmp(v, r->is))) {
+            *ret_name = r->name ? r->name : v;
+            return i;
+        }
+    }
+    *ret_name = NULL;
+    return -1;
 }
 
 bool k8s_kind_selects_pods(enum k8s_kind_id id)

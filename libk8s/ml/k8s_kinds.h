@@ -71,6 +71,25 @@ struct k8s_kind_site {
                                   document; NULL when the controller names it */
 };
 
+/* How the pods a workloadRef kind selects are told apart and ordered
+ * (spec.triggerCapture.hosts): a pod's role is the name of the first rule
+ * that applies to its labels; its index is its place when the workload's
+ * pods are sorted by the rank labels' integer values (an absent one counts
+ * as -1), then by the role's rule, then by name. */
+struct k8s_kind_role {
+    const char *key;  /* the pod label read */
+    const char *is;   /* the rule applies when the label has this value; NULL: any */
+    const char *name; /* the role; NULL: the label's value */
+};
+
+#define K8S_KIND_MAX_ROLES 2
+#define K8S_KIND_MAX_RANKS 2
+
+struct k8s_kind_hosts {
+    struct k8s_kind_role roles[K8S_KIND_MAX_ROLES]; /* {NULL}-terminated when fewer */
+    const char *ranks[K8S_KIND_MAX_RANKS];          /* NULL-terminated when fewer */
+};
+
 #define K8S_KIND_MAX_OWNERS 3
 #define K8S_KIND_MAX_SITES  3
 
@@ -90,6 +109,8 @@ struct k8s_kind {
      * its name, or the value of its status.<pods_by_status> */
     enum k8s_kind_id pods_by;
     const char *pods_by_status;
+    /* the rows whose pods a workloadRef kind selects: their roles and order */
+    struct k8s_kind_hosts hosts;
 };
 
 extern const struct k8s_kind k8s_kinds[K8S_KIND_COUNT];
@@ -128,6 +149,12 @@ const char *k8s_kind_pod_label(const struct k8s_kind *k, const json_t *labels);
  * value or NULL. */
 typedef const char *k8s_label_fn(const void *labels, const char *key);
 const char *k8s_kind_pod_label_in(const struct k8s_kind *k, k8s_label_fn *get, const void *labels);
+
+/* The role of a pod of k's (by k's hosts rules, over labels read with
+ * get): the index of the rule that applies, *ret_name its name (borrowed:
+ * static, or the label's value); -1 when none does. */
+int k8s_kind_host_role(const struct k8s_kind *k, k8s_label_fn *get, const void *labels,
+                       const char **ret_name);
 
 /* Does a workloadRef kind select its pods by kind id's pod label? */
 bool k8s_kind_selects_pods(enum k8s_kind_id id);

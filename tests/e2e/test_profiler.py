@@ -235,6 +235,19 @@ class DefaultOperatorJax09(Captures):
         self.assertEqual(len(theirs), len(pods), theirs)
         self.xprof_read(theirs)
 
+    def test_hosts_capture_some_of_the_real_jobsets_pods(self):
+        """spec.triggerCapture.hosts over the pods the real JobSet controller
+        labelled: indices 0 and 2 of its global order, and nothing else."""
+        by_index = {int(p["metadata"]["labels"]["jobset.sigs.k8s.io/job-global-index"]): p
+                    for p in JAX["pods"]}
+        want = [by_index[0]["metadata"]["name"], by_index[2]["metadata"]["name"]]
+        storage = os.path.join(JAX["storage"], "some-hosts")
+        mldc = self.capture("some-hosts", {
+            "workloadRef": {"kind": "JobSet", "name": "jax-train"}, "storageLocation": storage,
+            "hosts": {"replicatedJobs": ["host"], "indices": "0,2"}})
+        self.assert_profiles(mldc, storage, want)
+        self.assertIn("captured 2 of 3 hosts", mldc["status"]["message"])
+
     def test_leader_sigterm_moves_lease_and_checkpoint_resumes(self):
         leader, holder = None, None
         deadline = time.time() + 30

@@ -88,6 +88,27 @@ class CrdTest(unittest.TestCase):
             o["spec"]["triggerCapture"]["options"] = {field: value}
             self.assertIn(why, str(self.errors(o)), field)
 
+    def test_hosts_choose_among_a_workloads_pods(self):
+        o = copy.deepcopy(GOOD)
+        del o["spec"]["triggerCapture"]["podName"]
+        o["spec"]["triggerCapture"]["workloadRef"] = {"kind": "JobSet", "name": "llama"}
+        o["spec"]["triggerCapture"]["hosts"] = {
+            "replicatedJobs": ["workers"], "indices": "0-3, 8", "max": 4,
+            "selector": {"matchLabels": {"a": "b"},
+                         "matchExpressions": [{"key": "c", "operator": "In", "values": ["d"]}]}}
+        self.assertEqual(self.errors(o), [])
+        for field, value, why in (("indices", "0-", "does not match"), ("max", 0, "below"),
+                                  ("replicatedJobs", [""], "shorter"),
+                                  ("replicatedJobs", ["r"] * 33, "more than"),
+                                  ("selector", {"matchExpressions": [
+                                      {"key": "c", "operator": "Near"}]}, "not in")):
+            h = copy.deepcopy(o)
+            h["spec"]["triggerCapture"]["hosts"][field] = value
+            self.assertIn(why, str(self.errors(h)), field)
+        named = copy.deepcopy(GOOD)
+        named["spec"]["triggerCapture"]["hosts"] = {"max": 1}
+        self.assertIn("hosts chooses among a workloadRef's pods", str(self.errors(named)))
+
     def test_invalid_resources(self):
         for field, value, why in (("capturePort", 0, "below"), ("capturePort", 70000, "above"),
                                   ("durationSeconds", 0, "below"), ("profiler", "x", "not in"),

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 sys.path.insert(0, os.path.join(HERE, "..", "fakes"))
 from fake_apiserver import FakeApiServer  # noqa: E402
 from fake_profiler import FakeProfiler  # noqa: E402
+import controllers  # noqa: E402
 import crdcheck  # noqa: E402
 from harness import SLOW, Operator, free_port  # noqa: E402
 
@@ -443,6 +444,39 @@ class CaptureTest(OperatorTest):
         self.captures_of_refs((("ref-tj", {"kind": "TrainJob", "name": "tj"}, tj),
                                ("ref-pt", {"kind": "PyTorchJob", "name": "pt"}, pt)))
         self.assertEqual(self.prof.requests_for(tf[0]), [])
+
+    def test_hosts_capture_some_of_a_jobsets_pods(self):
+        """spec.triggerCapture.hosts: the JobSet controller's labels give each pod
+        its replicated job and index; the capture talks to exactly the pods
+        chosen and says how many of how many."""
+        js = {"metadata": {"name": "mix"}, "spec": {"replicatedJobs": [
+            {"name": "driver", "replicas": 1, "template": {"spec": {
+                "parallelism": 1, "completionMode": "Indexed",
+                "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}},
+            {"name": "workers", "replicas": 2, "template": {"spec": {
+                "parallelism": 2, "completionMode": "Indexed",
+                "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}}]}}
+        self.api.create(JOBSETS, js, ns=NS)
+        names = []
+        for pod in controllers.jobset_pods(js, NS):
+            m = pod["metadata"]
+            name = "%s%d-%s" % (m["generateName"], len(names), m["labels"][
+                "batch.kubernetes.io/job-completion-index"])
+            ip = next_ip()
+            self.prof.add_pod(name, ip)
+            make_pod(self.api, name, ip, labels=m["labels"])
+            names.append(name)
+        self.pods_cached()
+        # index order: driver, workers-0 (two pods), workers-1 (two pods)
+        self.capture("some", podName=None, workloadRef={"kind": "JobSet", "name": "mix"},
+                     hosts={"replicatedJobs": ["workers"], "indices": "2-4", "max": 2})
+        st = self.wait_phase("some")["status"]
+        self.assertEqual(st["phase"], "Succeeded", st)
+        want = names[2:4]
+        self.assertEqual(sorted(h["pod"] for h in st["hosts"]), sorted(want))
+        self.assertIn("captured 2 of 5 hosts", st["message"])
+        for name in names:
+            self.assertEqual(len(self.prof.requests_for(name)), name in want, name)
 
     def captures_of_refs(self, cases):
         """Each (name, workloadRef, pods): the capture succeeds on exactly those pods."""

@@ -242,11 +242,13 @@ def mpijob_pods(mj, ns, uid):
     return launcher, pods
 
 
-def lws_pods(lws, ns, group=0):
+def lws_pods(lws, ns, group=0, stored=False):
     """One group of a LeaderWorkerSet: the leader (from the leader StatefulSet)
     and its workers (from the worker StatefulSet owned by the leader pod).
     The LWS pod webhook's group-index/worker-index labels are absent: our
-    webhook may run before it."""
+    webhook may run before it. stored=True: the pods as stored, with the
+    labels the LWS pod webhook adds (group-index on every pod, worker-index
+    on the workers too)."""
     name = lws["metadata"]["name"]
     lwt = lws["spec"]["leaderWorkerTemplate"]
     size = lwt.get("size", 1)
@@ -274,6 +276,10 @@ def lws_pods(lws, ns, group=0):
                          annotations={"leaderworkerset.sigs.k8s.io/size": str(size),
                                       "leaderworkerset.sigs.k8s.io/leader-name": leader_name},
                          owner=_owner("apps/v1", "StatefulSet", sts, "sts/" + ns + "/" + sts)))
+    if stored:
+        for w, pod in enumerate(pods):
+            pod["metadata"]["labels"].update({"leaderworkerset.sigs.k8s.io/group-index": str(group),
+                                              "leaderworkerset.sigs.k8s.io/worker-index": str(w)})
     return pods
 
 

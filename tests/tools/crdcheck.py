@@ -1,10 +1,12 @@
 """Check objects against a CRD's structural OpenAPI v3 schema the way the
 API server would: types, formats of integers, required fields, enums,
-minimum/maximum, and unknown fields (which the server would silently
+minimum/maximum, patterns, string and list lengths, maps
+(additionalProperties), and unknown fields (which the server would silently
 prune — for us a bug: whatever we write must survive the round trip).
 CEL rules (x-kubernetes-validations) are evaluated for the few shapes our
 CRD uses. A small stand-in for kube-apiserver, which cannot run here."""
 import os
+import re
 
 import yaml
 
@@ -24,6 +26,8 @@ def _cel(rule, obj):
     # the one rule shape our CRD has: exactly one of podName / workloadRef
     if rule == "(has(self.podName) && self.podName != '') != has(self.workloadRef)":
         return bool(obj.get("podName")) != ("workloadRef" in obj)
+    if rule == "!has(self.hosts) || has(self.workloadRef)":
+        return "hosts" not in obj or "workloadRef" in obj
     raise AssertionError("crdcheck: unknown CEL rule " + rule)
 
 
@@ -45,12 +49,21 @@ def validate(obj, schema, path="", errors=None):
         errors.append("%s: below %s" % (path, schema["minimum"]))
     if "maximum" in schema and obj > schema["maximum"]:
         errors.append("%s: above %s" % (path, schema["maximum"]))
+    if "pattern" in schema and not re.search(schema["pattern"], obj):
+        errors.append("%s: does not match %s" % (path, schema["pattern"]))
+    if "minLength" in schema and len(obj) < schema["minLength"]:
+        errors.append("%s: shorter than %d" % (path, schema["minLength"]))
+    if "maxItems" in schema and len(obj) > schema["maxItems"]:
+        errors.append("%s: more than %d items" % (path, schema["maxItems"]))
     if t == "object":
         props = schema.get("properties")
         for r in schema.get("required", []):
             if r not in obj:
                 errors.append("%s.%s: required" % (path, r))
-        if props is not None:
+        if isinstance(schema.get("additionalProperties"), dict):
+            for k, v in obj.items():
+                validate(v, schema["additionalProperties"], "%s.%s" % (path, k), errors)
+        elif props is not None:
             for k, v in obj.items():
                 if k not in props:
                     errors.append("%s.%s: unknown field (the API server would prune it)" %

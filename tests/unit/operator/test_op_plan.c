@@ -234,6 +234,22 @@ Test(op_plan, pending_asks_for_its_targets_before_deciding)
     json_decref(obj);
 }
 
+/* A capture of some of a workload's hosts says how many of how many. */
+Test(op_plan, a_choice_of_hosts_says_how_many_of_how_many)
+{
+    struct op_target v[2] = {{"p-0", "10.0.0.1", "p-0"}, {"p-1", "10.0.0.2", "p-1"}};
+    struct op_targets t = {.state = OP_TARGETS_READY, .v = v, .n = 2, .of = 16};
+    json_t *obj = resource(json_pack("{s:s}", "phase", "Pending"));
+    struct op_plan_in in = input(obj);
+    in.targets = &t;
+    op_plan_decide(&in, &p);
+    cr_assert(strstr(field(p.status, "message"), "capturing 2 of 16 hosts for 10s"), "%s",
+              field(p.status, "message"));
+    cr_assert(strstr(p.event.msg, "capturing 2 of 16 hosts, session"), "%s", p.event.msg);
+    cr_assert_eq(p.dispatch->of, 16, "kept for the outcome's message");
+    json_decref(obj);
+}
+
 /* Without the host-name override each host is named "<ip>:<port>" as
  * xprof's own client names it, and its file after that, ':' as '_'. */
 Test(op_plan, host_names_and_their_files_without_the_override)

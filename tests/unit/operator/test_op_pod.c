@@ -35,7 +35,33 @@ Test(op_pod, pack_and_view)
     const char *why = NULL;
     cr_assert_not(op_pod_ready(&p, &why));
     cr_assert_str_eq(why, "terminating");
-    cr_assert_lt(json_string_length(packed), 120, "small: %zu bytes", json_string_length(packed));
+    /* a workload's pod keeps its labels, for captures of some of its hosts */
+    cr_assert_str_eq(op_pod_label(&p, "ray.io/cluster"), "rc");
+    cr_assert_str_eq(op_pod_label(&p, "managed-mldiagnostics-gke"), "true");
+    cr_assert_null(op_pod_label(&p, "ray.io/group"));
+    json_t *labels = op_pod_labels_json(&p);
+    cr_assert_eq(json_object_size(labels), 3);
+    json_decref(labels);
+    size_t label_bytes = sizeof("jobset.sigs.k8s.io/jobset-name") + sizeof("llama") +
+                         sizeof("ray.io/cluster") + sizeof("rc") +
+                         sizeof("managed-mldiagnostics-gke") + sizeof("true");
+    cr_assert_lt(json_string_length(packed), 120 + label_bytes, "small: %zu bytes",
+                 json_string_length(packed));
+    json_decref(packed);
+}
+
+Test(op_pod, a_pod_of_no_workload_keeps_no_labels)
+{
+    json_t *pod =
+        json_pack("{s:{s:s, s:s, s:{s:s, s:s}}}", "metadata", "name", "web-0", "namespace", "ml",
+                  "labels", "app", "web", "managed-mldiagnostics-gke", "true");
+    json_t *packed = op_pod_pack(pod);
+    json_decref(pod);
+    struct op_pod p;
+    cr_assert(op_pod_view(packed, &p));
+    cr_assert_str_eq(p.opt_label, "true", "the opt-in label is a field of its own");
+    cr_assert_null(op_pod_label(&p, "app"));
+    cr_assert_eq(p.labels, p.labels_end);
     json_decref(packed);
 }
 

@@ -96,6 +96,12 @@ Test(op_spec, valid_cases)
             cr_assert_str_eq(s.ref_kind->group, json_string_value(v), "%s", name);
         if ((v = json_object_get(want, "refName")))
             cr_assert_str_eq(s.ref_name, json_string_value(v), "%s", name);
+        if ((v = json_object_get(want, "hosts"))) {
+            char d[300];
+            cr_assert(s.hosts.set, "%s", name);
+            cr_assert_str_eq(op_hosts_describe(&s.hosts, d, sizeof(d)), json_string_value(v), "%s",
+                             name);
+        }
         if ((v = json_object_get(want, "options"))) {
             const struct op_options *o = &s.options;
             int64_t got[] = {o->host_tracer_level, o->device_tracer_level, o->python_tracer_level,

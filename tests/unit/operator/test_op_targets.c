@@ -181,3 +181,79 @@ Test(op_targets, volcano_job_and_mpijob)
     cr_assert_str_eq(t.absent[0], "/apis/batch.volcano.sh/v1alpha1/namespaces/ml/jobs/vc-9");
     op_targets_done(&t);
 }
+
+/* ---------- spec.triggerCapture.hosts ---------- */
+
+/* The op_hosts fixture's JobSet pods, Running with an IP except the
+ * driver, cached as the operator caches them, and its JobSet. */
+static struct op_stores jobset_world(void)
+{
+    json_t *fixture = ts_load_json("unit/op_hosts/pods.json"), *pods = json_array(), *p;
+    size_t i;
+    json_array_foreach(json_object_get(fixture, "JobSet"), i, p)
+    {
+        const char *name = json_string_value(json_object_get(p, "name"));
+        bool driver = strstr(name, "driver") != NULL;
+        json_t *status = driver ? json_pack("{s:s}", "phase", "Pending")
+                                : json_pack("{s:s, s:s}", "phase", "Running", "podIP", "10.1.0.1");
+        json_array_append_new(pods, json_pack("{s:{s:s, s:s, s:O}, s:o}", "metadata", "name", name,
+                                              "namespace", "ml", "labels",
+                                              json_object_get(p, "labels"), "status", status));
+    }
+    json_decref(fixture);
+    struct op_stores w = {.pods = k8s_store_new()};
+    k8s_store_set_transform(w.pods, op_pod_pack);
+    k8s_store_replace_new(w.pods, pods);
+    w.kinds[K8S_KIND_JOBSET] = k8s_store_new();
+    k8s_store_replace_new(w.kinds[K8S_KIND_JOBSET], json_pack("[{s:{s:s, s:s}}]", "metadata",
+                                                              "name", "llama", "namespace", "ml"));
+    return w;
+}
+
+static struct op_targets resolve_hosts(const struct op_stores *w, const char *hosts_json)
+{
+    struct op_spec s = {
+        .pod_namespace = "ml", .ref_kind = &k8s_kinds[K8S_KIND_JOBSET], .ref_name = "llama"};
+    json_t *hosts = json_loads(hosts_json, 0, NULL);
+    struct k8s_error err = {0};
+    cr_assert_eq(op_hosts_parse(hosts, &s.hosts, &err), 0, "%s", err.message);
+    json_decref(hosts);
+    struct op_targets t;
+    cr_assert_eq(op_targets_resolve(&s, w, &t), 0);
+    op_hosts_done(&s.hosts);
+    return t;
+}
+
+Test(op_targets, hosts_takes_some_and_only_they_must_be_ready)
+{
+    struct op_stores w = jobset_world();
+    struct op_targets t = resolve_hosts(&w, "{\"replicatedJobs\": [\"workers\"], \"max\": 3}");
+    cr_assert_eq(t.state, OP_TARGETS_READY, "%s", t.why);
+    cr_assert_eq(t.n, 3);
+    cr_assert_eq(t.of, 5, "chosen from the JobSet's 5 pods");
+    cr_assert_str_eq(t.v[0].pod, "llama-workers-0-0-c3411");
+    cr_assert_str_eq(t.v[1].pod, "llama-workers-0-1-ea28f");
+    cr_assert_str_eq(t.v[2].pod, "llama-workers-1-0-c10f4");
+    op_targets_done(&t);
+    t = resolve_hosts(&w, "{\"indices\": \"0-1\"}");
+    cr_assert_eq(t.state, OP_TARGETS_WAIT, "index 0 is the driver, not Running");
+    cr_assert(strstr(t.why, "llama-driver-0-0-bb3b7"), "%s", t.why);
+    op_targets_done(&t);
+    k8s_store_free(w.pods);
+    k8s_store_free(w.kinds[K8S_KIND_JOBSET]);
+}
+
+Test(op_targets, hosts_that_take_none_wait_saying_so)
+{
+    struct op_stores w = jobset_world();
+    struct op_targets t = resolve_hosts(&w, "{\"replicatedJobs\": [\"trainer\"]}");
+    cr_assert_eq(t.state, OP_TARGETS_WAIT);
+    cr_assert_str_eq(
+        t.why, "hosts (replicatedJobs trainer) takes none of the 5 pods of JobSet ml/llama yet");
+    op_targets_done(&t);
+    t = resolve_ref(K8S_KIND_JOBSET, "llama");
+    cr_assert_eq(t.of, 0, "no hosts: no choice made");
+    op_targets_done(&t);
+    k8s_store_free(w.pods);
+    k8s_store_free(w.kinds[K8S_KIND_JOBSET]);
+}

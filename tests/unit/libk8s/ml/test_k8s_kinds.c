@@ -1,6 +1,7 @@
 /* k8s_kinds: the kind table's invariants (what its users rely on) and its
  * helpers. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "k8s_kinds.h"
@@ -31,6 +32,8 @@ Test(k8s_kinds, every_row_is_complete)
             cr_expect_not_null(k8s_kinds[k->pods_by].pod_label.key,
                                "%s: its pods are found by a label", k->kind);
             cr_expect(k8s_kind_selects_pods(k->pods_by));
+            cr_expect_not_null(k8s_kinds[k->pods_by].hosts.roles[0].key,
+                               "%s: its pods have roles (hosts.replicatedJobs)", k->kind);
         }
         if (k->flags & K8S_KIND_NAMES_BY_LABEL)
             cr_expect_not_null(k->pod_label.key, "%s", k->kind);
@@ -105,6 +108,57 @@ Test(k8s_kinds, pod_label_with_its_condition)
     cr_expect_null(k8s_kind_pod_label(&k8s_kinds[K8S_KIND_TRAINJOB], l), "no label of its own");
     cr_expect_null(k8s_kind_pod_label(&k8s_kinds[K8S_KIND_JOBSET], NULL));
     json_decref(l);
+}
+
+static const char *json_label(const void *labels, const char *key)
+{
+    return json_string_value(json_object_get(labels, key));
+}
+
+/* A pod's role: the first rule of its kind's row that applies. */
+static const char *role_of(enum k8s_kind_id id, json_t *labels, int *rule)
+{
+    static char out[64];
+    const char *name = NULL;
+    *rule = k8s_kind_host_role(&k8s_kinds[id], json_label, labels, &name);
+    snprintf(out, sizeof(out), "%s", name ? name : "(none)"); /* name may be in labels */
+    json_decref(labels);
+    return out;
+}
+
+Test(k8s_kinds, host_roles_as_each_controller_labels_its_pods)
+{
+    int rule;
+    const char *wi = "leaderworkerset.sigs.k8s.io/worker-index";
+    cr_expect_str_eq(role_of(K8S_KIND_LWS, json_pack("{s:s}", wi, "0"), &rule), "leader");
+    cr_expect_eq(rule, 0);
+    cr_expect_str_eq(role_of(K8S_KIND_LWS, json_pack("{s:s}", wi, "3"), &rule), "worker");
+    cr_expect_eq(rule, 1);
+    cr_expect_str_eq(
+        role_of(K8S_KIND_RAYCLUSTER,
+                json_pack("{s:s, s:s}", "ray.io/node-type", "head", "ray.io/group", "headgroup"),
+                &rule),
+        "head");
+    cr_expect_str_eq(
+        role_of(K8S_KIND_RAYCLUSTER,
+                json_pack("{s:s, s:s}", "ray.io/node-type", "worker", "ray.io/group", "tpu-group"),
+                &rule),
+        "tpu-group");
+    cr_expect_str_eq(role_of(K8S_KIND_JOBSET,
+                             json_pack("{s:s}", "jobset.sigs.k8s.io/replicatedjob-name", "workers"),
+                             &rule),
+                     "workers");
+    cr_expect_str_eq(role_of(K8S_KIND_PYTORCHJOB,
+                             json_pack("{s:s}", "training.kubeflow.org/replica-type", "master"),
+                             &rule),
+                     "master");
+    cr_expect_eq(rule, 0, "the master's rule comes first: it sorts before worker 0");
+    cr_expect_str_eq(role_of(K8S_KIND_MPIJOB,
+                             json_pack("{s:s}", "training.kubeflow.org/job-role", "launcher"),
+                             &rule),
+                     "launcher");
+    cr_expect_str_eq(role_of(K8S_KIND_JOBSET, json_object(), &rule), "(none)");
+    cr_expect_eq(rule, -1);
 }
 
 Test(k8s_kinds, names_lists)
