@@ -8,6 +8,7 @@
 
 #include "k8s_buf.h"
 #include "k8s_codec.h"
+#include "k8s_execcred.h"
 #include "k8s_yaml.h"
 
 #define MAX_FILE (4 << 20)
@@ -143,14 +144,31 @@ static int take_cluster(const char *path, const json_t *cl, struct k8s_config *c
     return pem_field(path, cl, "certificate-authority", &c->ca_pem, &c->ca_len, reterr);
 }
 
+/* An exec credential plugin's token or client certificate. */
+static int take_exec(const char *path, const json_t *exec, struct k8s_config *c,
+                     struct k8s_error *reterr)
+{
+    struct k8s_execcred e;
+    int r = k8s_execcred_run(path, exec, &e, reterr);
+    if (r < 0)
+        return r;
+    c->token = e.token; /* the struct's strings become the config's */
+    c->cert_pem = e.cert_pem, c->cert_len = e.cert_len;
+    c->key_pem = e.key_pem, c->key_len = e.key_len;
+    return 0;
+}
+
 static int take_user(const char *path, const json_t *user, struct k8s_config *c,
                      struct k8s_error *reterr)
 {
-    if (json_object_get(user, "exec") || json_object_get(user, "auth-provider"))
+    if (json_object_get(user, "auth-provider"))
         return k8s_error_set(reterr, -K8S_EINVAL,
-                             "%s: the user authenticates with %s, which is not supported; use "
-                             "a token, tokenFile or client certificate",
-                             path, json_object_get(user, "exec") ? "exec" : "auth-provider");
+                             "%s: the user authenticates with auth-provider, which kubectl "
+                             "dropped; use exec (e.g. gke-gcloud-auth-plugin), a token, "
+                             "tokenFile or client certificate",
+                             path);
+    if (json_object_get(user, "exec"))
+        return take_exec(path, json_object_get(user, "exec"), c, reterr);
     int r = pem_field(path, user, "client-certificate", &c->cert_pem, &c->cert_len, reterr);
     r = r ? r : pem_field(path, user, "client-key", &c->key_pem, &c->key_len, reterr);
     if (r == 0 && !c->cert_pem != !c->key_pem)

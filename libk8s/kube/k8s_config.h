@@ -8,9 +8,11 @@
  * From a kubeconfig: the current context (or the one named), its cluster's
  * server, certificate-authority(-data), insecure-skip-tls-verify,
  * tls-server-name, and its user's client-certificate(-data),
- * client-key(-data), token and tokenFile. Relative paths are resolved
- * against the kubeconfig's directory. exec and auth-provider users are
- * refused with an error that names them.
+ * client-key(-data), token and tokenFile, or the token or certificate
+ * its exec credential plugin gives (k8s_execcred, run once at load).
+ * Relative paths are resolved against the kubeconfig's directory.
+ * auth-provider users (dropped by kubectl) are refused with an error that
+ * names them.
  *
  * Thread-safety: a config is read-only once loaded. Ownership: the struct
  * owns every string; k8s_config_done frees them (NULL-safe, zeroed struct).

@@ -44,6 +44,50 @@ Test(k8s_config, named_context_ca_data_and_client_cert_files)
     free(path);
 }
 
+/* A user's exec credential plugin (tests/fixtures/kubeconfig/plugins/),
+ * run as client-go runs it: relative to the kubeconfig, its args and env,
+ * told it is not interactive. */
+Test(k8s_config, exec_plugins_give_a_token_or_a_certificate)
+{
+    char *path = ts_fixture_path("kubeconfig/exec-token.yaml");
+    struct k8s_config c;
+    struct k8s_error err = {0};
+    cr_assert_eq(k8s_config_from_kubeconfig(path, NULL, &c, &err), 0, "%s", err.message);
+    cr_assert_str_eq(c.token, "exec-token-from-env");
+    k8s_config_done(&c);
+    free(path);
+    path = ts_fixture_path("kubeconfig/exec-cert.yaml");
+    cr_assert_eq(k8s_config_from_kubeconfig(path, NULL, &c, &err), 0, "%s", err.message);
+    cr_assert_null(c.token);
+    cr_assert(strstr(c.cert_pem, "BEGIN CERTIFICATE-----\nexec\n"), "%s", c.cert_pem);
+    cr_assert(strstr(c.key_pem, "BEGIN EC PRIVATE KEY"));
+    k8s_config_done(&c);
+    free(path);
+}
+
+Test(k8s_config, exec_plugin_failures_name_the_plugin)
+{
+    static const struct {
+        const char *file, *why;
+    } cases[] = {
+        {"kubeconfig/exec-fails.yaml",
+         "exec plugin ./plugins/fails.sh exited with status 3: install the fails plugin"},
+        {"kubeconfig/exec-garbage.yaml", "its output is not an ExecCredential"},
+        {"kubeconfig/exec.yaml", "exec plugin mld-no-such-auth-plugin: cannot run it: No such "
+                                 "file or directory; install mld-no-such-auth-plugin"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *path = ts_fixture_path(cases[i].file);
+        struct k8s_config c = {0};
+        struct k8s_error err = {0};
+        cr_assert_lt(k8s_config_from_kubeconfig(path, NULL, &c, &err), 0, "%s", cases[i].file);
+        cr_assert(strstr(err.message, cases[i].why), "%s: %s", cases[i].file, err.message);
+        cr_assert(strstr(err.message, path), "names the kubeconfig: %s", err.message);
+        cr_assert_null(c.server, "outputs untouched on failure");
+        free(path);
+    }
+}
+
 Test(k8s_config, errors_name_the_file_and_the_problem)
 {
     struct k8s_config c = {0};
