@@ -30,11 +30,12 @@ COPY CMakeLists.txt ./
 COPY libk8s/ libk8s/
 COPY webhook/ webhook/
 COPY operator/ operator/
+COPY mldiag/ mldiag/
 COPY tests/ tests/
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
  && cmake --build build -j "$(nproc)" \
  && ctest --test-dir build -L unit --output-on-failure -j "$(nproc)" \
- && strip build/bin/mldiagnostics-webhook build/bin/mldiagnostics-operator
+ && strip build/bin/mldiagnostics-webhook build/bin/mldiagnostics-operator build/bin/kubectl-mldiag
 
 FROM ${DEBIAN_SLIM} AS rootfs
 ENV DEBIAN_FRONTEND=noninteractive
@@ -44,8 +45,10 @@ RUN apt-get update -q \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/*
 COPY scripts/rootfs.sh /usr/local/bin/rootfs.sh
-COPY --from=build /src/build/bin/mldiagnostics-webhook /src/build/bin/mldiagnostics-operator /tmp/bin/
+COPY --from=build /src/build/bin/mldiagnostics-webhook /src/build/bin/mldiagnostics-operator \
+     /src/build/bin/kubectl-mldiag /tmp/bin/
 RUN rootfs.sh /rootfs --for /tmp/bin/mldiagnostics-webhook /tmp/bin/mldiagnostics-operator \
+      /tmp/bin/kubectl-mldiag \
       --with /bin/sleep --dlopen libcurl.so.4 libcrypto.so.3
 
 FROM scratch AS runtime
@@ -61,6 +64,9 @@ CMD ["serve"]
 
 FROM runtime AS operator
 COPY --from=build /src/build/bin/mldiagnostics-operator /usr/local/bin/mldiagnostics-operator
+# the kubectl plugin, shipped beside the operator it talks to (kubectl cp it
+# out, or run it in the pod: kubectl exec ... -- kubectl-mldiag list)
+COPY --from=build /src/build/bin/kubectl-mldiag /usr/local/bin/kubectl-mldiag
 USER 65532:65532
 EXPOSE 8080 8081
 ENTRYPOINT ["/usr/local/bin/mldiagnostics-operator"]

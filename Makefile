@@ -18,6 +18,8 @@
 #               500 pod creates through the real kube-apiserver per webhook; then
 #               the current table of every target (tests/bench/out/summary.md)
 #   make fuzz   libFuzzer targets (clang), seeded from fixtures
+#   make install  the webhook, the operator and the kubectl plugin
+#               (kubectl-mldiag) into $(DESTDIR)$(PREFIX)/bin (PREFIX /usr/local)
 #   make manifests  write what repeats the kind table (libk8s/ml/k8s_kinds.c:
 #               the charts' RBAC rules and descriptions, the CRD's workloadRef
 #               kinds, the fake API server's CRDs, the README's lists; see
@@ -29,7 +31,7 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 CTEST_ARGS ?= --output-on-failure -j $(JOBS)
 
-.PHONY: all deps build test test-repeat test-release test-asan test-tsan test-e2e e2e cluster cluster-down run bench fuzz \
+.PHONY: all deps build install test test-repeat test-release test-asan test-tsan test-e2e e2e cluster cluster-down run bench fuzz \
         format format-check clean manifests images
 
 all: build
@@ -41,6 +43,12 @@ build:
 	@scripts/deps.sh run
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
+
+PREFIX ?= /usr/local
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/bin/mldiagnostics-webhook $(BUILD)/bin/mldiagnostics-operator \
+	  $(BUILD)/bin/kubectl-mldiag $(DESTDIR)$(PREFIX)/bin/
 
 test: deps format-check test-release test-asan test-tsan test-e2e
 

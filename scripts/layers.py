@@ -6,8 +6,9 @@
   below: never one of a higher layer.
 - No cycle among modules (a module is a .c/.h pair; a .c including another
   module's header is an edge from the module to that one).
-- The programs stand on the library side by side: webhook/ never includes
-  an operator header (op_*.h) nor operator/ a webhook one (wh_*.h).
+- The programs stand on the library side by side: webhook/ (wh_*),
+  operator/ (op_*) and mldiag/ (md_*, the kubectl plugin) never include
+  one another's headers.
 
     scripts/layers.py [ROOT]     exit 1 naming every violation
 """
@@ -79,9 +80,14 @@ def cycles(edges):
     return out
 
 
+# each program's folder and the prefix of its modules
+PROGRAMS = {"webhook": "wh_", "operator": "op_", "mldiag": "md_"}
+
+
 def programs(root):
     out = []
-    for folder, banned in (("webhook", "op_"), ("operator", "wh_")):
+    for folder, own in PROGRAMS.items():
+        banned = tuple(p for p in PROGRAMS.values() if p != own)
         for p in sources(root, folder):
             for h in includes(p):
                 if os.path.basename(h).startswith(banned):

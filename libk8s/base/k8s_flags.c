@@ -222,7 +222,7 @@ void k8s_flags_usage(FILE *out, const struct k8s_flag *flags, const void *defaul
         const char *d;
         snprintf(left, sizeof(left), "%s%s%s", strlen(f->name) == 1 ? "-" : "--", f->name,
                  kinds[f->type]);
-        if (value_text(f, defaults, buf, &d))
+        if (!(f->opts & K8S_FLAG_NO_DEFAULT) && value_text(f, defaults, buf, &d))
             fprintf(out, "  %-34s %s (default %s)\n", left, f->help, d);
         else
             fprintf(out, "  %-34s %s\n", left, f->help);

@@ -36,7 +36,9 @@ enum k8s_flag_type {
 };
 
 enum k8s_flag_opts {
-    K8S_FLAG_NO_JSON = 1, /* left out of k8s_flags_json (e.g. --dry-run itself) */
+    K8S_FLAG_NO_JSON = 1,    /* left out of k8s_flags_json (e.g. --dry-run itself) */
+    K8S_FLAG_NO_DEFAULT = 2, /* usage prints no default (its initial value means "not
+                                given"; the help says what then happens) */
 };
 
 struct k8s_flag {

@@ -197,6 +197,66 @@ class SeedOperatorJax08(Captures):
         self.assertGreater(python[1], 0, python)
 
 
+CAPTURER_RBAC = """
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: capturer}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: capturer}
+rules:
+- apiGroups: [diagon.gke.io]
+  resources: [mldiagnosticsconnections]
+  verbs: [create, get, list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: capturer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: capturer}
+subjects:
+- {kind: ServiceAccount, name: capturer}
+"""
+
+
+class KubectlMldiag(Captures):
+    """kubectl mldiag, found by the real kubectl on PATH, for a user who may
+    only create, get and list MLDiagnosticsConnections in the workload's
+    namespace, against the real profilers (the seed's install:
+    --disable-hostname-override)."""
+
+    def test_capture_wait_list_and_status_with_the_users_own_rbac(self):
+        c, ns = e2e.cluster(), JAX["ns"]
+        self.apply_yaml(CAPTURER_RBAC, ns)
+        token = self.kubectl("create", "token", "capturer", "-n", ns).stdout.strip()
+        kc = c.cp.kubeconfig(os.path.join(c.dir, "capturer.kubeconfig"), token=token,
+                             namespace=ns)
+        env = dict(os.environ, KUBECONFIG=kc, PATH=c.project_bin + ":" + os.environ["PATH"])
+
+        def mldiag(*args):
+            return subprocess.run([os.path.join(c.bins["kube"], "kubectl"), "mldiag", *args],
+                                  env=env, capture_output=True, text=True, timeout=300)
+        pod = next(p for p in JAX["pods"]
+                   if p["metadata"]["labels"]["jobset.sigs.k8s.io/job-global-index"] == "1")
+        storage = os.path.join(JAX["storage"], "plugin")
+        r = mldiag("capture", "jobset/jax-train", "--storage", storage, "--port", "9999",
+                   "--duration", "2s", "--hosts", "1", "--name", "by-plugin", "--wait")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("mldiagnosticsconnection.diagon.gke.io/by-plugin created", r.stdout)
+        self.assertIn("Succeeded: captured 1 of 3 hosts into " + storage, r.stdout)
+        self.assertIn("kubectl cp %s/%s:%s/plugins/profile/" % (
+            ns, pod["metadata"]["name"], storage), r.stdout)
+        mldc = self.wait_phase("by-plugin", ("Succeeded",))
+        self.assert_profiles(mldc, storage, ["%s_9999" % pod["status"]["podIP"]])
+        r = mldiag("list")
+        self.assertRegex(r.stdout, r"by-plugin\s+JobSet/jax-train\s+Succeeded\s+1\s")
+        r = mldiag("status", "by-plugin")
+        self.assertIn("Phase:      Succeeded", r.stdout)
+        r = mldiag("list", "-A")  # cluster-wide: not granted
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("forbidden", r.stderr.lower())
+
+
 class DefaultOperatorJax09(Captures):
     """Seed 003's JAX 0.9+ command (the chart's default arguments, with
     --leader-elect) and two replicas."""

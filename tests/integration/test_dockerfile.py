@@ -21,6 +21,9 @@ from harness import BIN_DIR  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 BINARIES = {"webhook": "mldiagnostics-webhook", "operator": "mldiagnostics-operator"}
+# what else an image holds: the kubectl plugin ships beside the operator
+EXTRAS = {"webhook": [], "operator": ["kubectl-mldiag"]}
+ALL_BINARIES = list(BINARIES.values()) + [b for v in EXTRAS.values() for b in v]
 DLOPENED = ["libcurl.so.4", "libcrypto.so.3"]  # libk8s/kube/k8s_curl.c, libk8s/kube/k8s_certmint.c
 
 
@@ -124,14 +127,20 @@ class DockerfileTest(unittest.TestCase):
             for path in src.split()[:-1]:
                 self.assertTrue(os.path.exists(os.path.join(ROOT, path)), path)
 
-    def test_runtime_is_non_root_and_holds_one_binary(self):
+    def test_runtime_is_non_root_and_holds_its_binaries(self):
         for target, binary in BINARIES.items():
             users = [u for st in reversed(self.chain(target)) for u in self.instrs(st, "USER")]
             self.assertTrue(users, target)
             self.assertEqual(users[-1], "65532:65532", target)
             copies = [c for st in self.chain(target) for c in self.instrs(st, "COPY")
                       if c.startswith("--from=build")]
-            self.assertEqual(len(copies), 1, copies)
+            self.assertEqual(sorted(os.path.basename(c.split()[1]) for c in copies),
+                             sorted([binary] + EXTRAS[target]), copies)
+            for c in copies[1:]:
+                src, dst = c.split()[1:]
+                self.assertEqual(dst, "/usr/local/bin/" + os.path.basename(src))
+                self.assertTrue(os.access(os.path.join(BIN_DIR, os.path.basename(src)),
+                                          os.X_OK), src)
             src, dst = copies[0].split()[1:]
             self.assertEqual(copies[0].split()[0], "--from=build")
             self.assertTrue(src.startswith("/src/build/bin/"))
@@ -144,7 +153,7 @@ class DockerfileTest(unittest.TestCase):
     def test_runtime_packages_provide_every_library(self):
         runtime = self.apt_packages("rootfs")
         self.assertFalse([p for p in runtime if p.endswith("-dev")])
-        for binary in BINARIES.values():
+        for binary in ALL_BINARIES:
             needed = ldd_packages(os.path.join(BIN_DIR, binary))
             for lib, pkg in needed.items():
                 if pkg in ("libc6", "libgcc-s1"):  # in the slim base image
@@ -179,7 +188,7 @@ class DockerfileTest(unittest.TestCase):
         subprocess.run([os.path.join(ROOT, "scripts", "rootfs.sh"), dest] + args[1:],
                        check=True, capture_output=True, timeout=120)
         os.makedirs(os.path.join(dest, "usr/local/bin"), exist_ok=True)
-        for binary in BINARIES.values():
+        for binary in ALL_BINARIES:
             shutil.copy(os.path.join(BIN_DIR, binary), os.path.join(dest, "usr/local/bin"))
             out = subprocess.run(["chroot", "--userspec=65532:65532", dest,
                                   "/usr/local/bin/" + binary, "--version"],

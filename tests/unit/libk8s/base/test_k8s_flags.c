@@ -326,6 +326,26 @@ Test(k8s_flags, seed_operator_args)
     cr_expect_eq(argi, 5);
 }
 
+/* A flag whose initial value means "not given" prints no default. */
+Test(k8s_flags, usage_without_a_default)
+{
+    struct {
+        int64_t max;
+    } unset = {-1};
+    static const struct k8s_flag t[] = {
+        {"max", K8S_FLAG_INT, 0, "at most this many (default: all)", 1, 10, K8S_FLAG_NO_DEFAULT},
+        {"min", K8S_FLAG_INT, 0, "at least", 1, 10},
+        {NULL}};
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    k8s_flags_usage(f, t, &unset);
+    fclose(f);
+    cr_expect_not_null(strstr(text, "at most this many (default: all)\n"), "%s", text);
+    cr_expect_not_null(strstr(text, "at least (default -1)\n"), "%s", text);
+    free(text);
+}
+
 Test(k8s_flags, usage_lines)
 {
     char *text = NULL;
