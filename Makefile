@@ -15,8 +15,9 @@
 #               that failed at least once (scripts/test-repeat.sh)
 #   make bench  webhook vs a Go net/http peer vs nginx (wrk over TLS); the
 #               operator's capture across 1,536 profilers with 10,000 pods cached;
-#               500 pod creates through the real kube-apiserver per webhook; then
-#               the current table of every target (tests/bench/out/summary.md)
+#               500 pod creates through the real kube-apiserver per webhook; the
+#               patch's operations and bytes per mutate fixture against the fewest;
+#               then the current table of every target (tests/bench/out/summary.md)
 #   make fuzz   libFuzzer targets (clang), seeded from fixtures
 #   make install  the webhook, the operator and the kubectl plugin
 #               (kubectl-mldiag) into $(DESTDIR)$(PREFIX)/bin (PREFIX /usr/local)
@@ -121,6 +122,7 @@ bench:
 	/usr/bin/python3 tests/bench/operator_bench.py $(BUILD)/bin
 	tests/e2e/build.sh >/dev/null && MLD_BIN_DIR=$(CURDIR)/$(BUILD)/bin \
 	  $$(tests/e2e/venv.sh) -B tests/e2e/bench_apiserver.py --report tests/bench/out/apiserver.md
+	/usr/bin/python3 -B tests/bench/patch_size.py tests/bench/out
 	/usr/bin/python3 -B tests/bench/summary.py tests/bench/out
 
 fuzz:

@@ -6,7 +6,7 @@ tests/bench/README.md shows under "Current results").
 Each report holds its targets in a table whose header is
 "| target | figure | goal | verdict |" (report.py: the webhook;
 operator_bench.py: the operator; tests/e2e/bench_apiserver.py --report:
-the API server's view); a row's verdict is PASS, MISS or info. A report
+the API server's view; patch_size.py: the patch it applies); a row's verdict is PASS, MISS or info. A report
 that is missing, or has no target table, is a row that says so, and the
 script exits non-zero: a current table never silently drops a benchmark.
 
@@ -25,6 +25,7 @@ REPORTS = (
     ("report.md", "webhook"),
     ("operator-report.md", "operator"),
     ("apiserver.md", "kube-apiserver"),
+    ("patch.md", "patch"),
 )
 
 

@@ -1,5 +1,8 @@
 """tests/bench/summary.py: make bench's current table gathers every target
-row of the three reports, and says when one is missing."""
+row of the reports, and says when one is missing; tests/bench/patch_size.py
+counts a patch's operations and bytes against the fewest that give the
+same pod."""
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +40,45 @@ APISERVER = """# Admission seen from kube-apiserver
 """
 
 
+PATCH = """| target | figure | goal | verdict |
+|---|---:|---:|---|
+| patch operations: fixtures at the fewest | 7 of 26 | all | MISS |
+"""
+
+
+class PatchSize(unittest.TestCase):
+    def test_fewest_operations_and_bytes_give_the_same_pod(self):
+        sys.path.insert(0, os.path.dirname(SUMMARY))
+        import patch_size
+        env = [{"name": "USER_%d" % i, "value": "x" * 20} for i in range(2)]
+        pod = {"metadata": {"annotations": {"a": "b"}},
+               "spec": {"containers": [{"name": "c", "env": env}]}}
+        ours = [{"op": "add", "path": "/spec/containers/0/env/-",
+                 "value": {"name": "V%d" % i, "value": "y"}} for i in range(5)]
+        ours.append({"op": "add", "path": "/metadata/annotations/diagon.gke.io~1x",
+                     "value": "z"})
+        ops, nbytes, fewest_ops, fewest_bytes = patch_size.measure(pod, ours)
+        self.assertEqual((ops, fewest_ops), (6, 2), "one operation per value touched")
+        self.assertLess(fewest_bytes, nbytes, "the env whole is smaller than 5 adds")
+        self.assertEqual(patch_size.root_of("/spec/containers/0/env/3/value"),
+                         "/spec/containers/0/env")
+        # a patch already at the fewest
+        one = [{"op": "add", "path": "/spec/volumes", "value": [{"name": "v"}]}]
+        self.assertEqual(patch_size.measure(pod, one)[2:], (1, len(json.dumps(
+            one, separators=(",", ":")))))
+
+    def test_the_fixtures_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = subprocess.run([sys.executable, os.path.join(os.path.dirname(SUMMARY),
+                                                             "patch_size.py"), d],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, "patch.md")) as f:
+                text = f.read()
+        self.assertIn("| seed-000 | ", text)
+        self.assertIn("| target | figure | goal | verdict |", text)
+
+
 class Summary(unittest.TestCase):
     def run_summary(self, files):
         with tempfile.TemporaryDirectory() as d:
@@ -52,15 +94,15 @@ class Summary(unittest.TestCase):
 
     def test_every_target_row_of_every_report_in_one_table(self):
         rc, text = self.run_summary({"report.md": WEBHOOK, "operator-report.md": OPERATOR,
-                                     "apiserver.md": APISERVER})
+                                     "apiserver.md": APISERVER, "patch.md": PATCH})
         self.assertEqual(rc, 0, text)
         rows = [line for line in text.splitlines() if line.startswith("| ")][1:]
         self.assertEqual([r.split(" | ")[0] for r in rows],
                          ["| webhook", "| webhook", "| operator", "| operator",
-                          "| kube-apiserver"])
+                          "| kube-apiserver", "| patch"])
         self.assertIn("| webhook | 5k: Go p99 / webhook p99 | 2.49× | ≥ 3× | MISS |", rows)
         self.assertNotIn("9000", text, "only target tables are gathered")
-        self.assertIn("3 PASS, 1 MISS.", text)
+        self.assertIn("3 PASS, 2 MISS.", text)
         self.assertTrue(text.startswith("`make bench` at "), text)
 
     def test_a_missing_report_is_a_row_and_a_failure(self):
@@ -70,7 +112,7 @@ class Summary(unittest.TestCase):
                       text)
         self.assertIn("| kube-apiserver | no target table in apiserver.md | - | - | MISSING |",
                       text)
-        self.assertIn("2 report(s) missing", text)
+        self.assertIn("3 report(s) missing", text)
 
 
 if __name__ == "__main__":
