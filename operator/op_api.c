@@ -1,5 +1,7 @@
 #include "op_api.h"
 
+#include <stdio.h>
+
 #include "op_event.h"
 #include "op_status.h"
 
@@ -47,7 +49,32 @@ static void cancel(void *ud, uint64_t id, const char *reason)
     op_relay_cancel(io->relay, id, reason);
 }
 
+static int create(void *ud, const json_t *obj, struct k8s_error *err)
+{
+    struct op_api_io *io = ud;
+    char path[600];
+    const char *ns =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s", OP_GROUP_VERSION, ns ? ns : "",
+             OP_PLURAL);
+    return k8s_send_json(io->client, "POST", path, NULL, obj, 10000, NULL, err);
+}
+
+static int remove_one(void *ud, const char *ns, const char *name, struct k8s_error *err)
+{
+    struct op_api_io *io = ud;
+    char path[800];
+    snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s/%s", OP_GROUP_VERSION, ns, OP_PLURAL,
+             name);
+    struct k8s_req rq = {.method = "DELETE", .path = path, .timeout_ms = 10000};
+    struct k8s_resp resp;
+    int r = k8s_client_do(io->client, &rq, &resp, err);
+    if (r == 0)
+        k8s_resp_done(&resp);
+    return r;
+}
+
 struct op_api op_api_live(struct op_api_io *io)
 {
-    return (struct op_api){get, put_status, event, absent, submit, cancel, io};
+    return (struct op_api){get, put_status, event, absent, submit, cancel, create, remove_one, io};
 }

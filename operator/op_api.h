@@ -1,7 +1,8 @@
 /*
  * op_api — what the capture reconciler does to the world, as function
  * pointers: read a resource, write its status, post an Event, ask whether
- * an object exists, send and cancel a batch of Profile RPCs. op_capture
+ * an object exists, send and cancel a batch of Profile RPCs, create and
+ * delete a scheduled capture's children. op_capture
  * calls nothing else, so its tests run it against an in-memory fake with
  * no API server and no profiler; op_api_live gives the real ones (the API
  * server through k8s_client, the RPCs through op_relay).
@@ -41,6 +42,11 @@ struct op_api {
     int (*submit)(void *ud, const struct op_batch_spec *spec, op_batch_done_fn done, void *done_ud,
                   uint64_t *ret_id);
     void (*cancel)(void *ud, uint64_t id, const char *reason);
+    /* POST obj (borrowed), a new resource of ours (a scheduled capture's
+     * child); -K8S_ECONFLICT when one of its name exists. */
+    int (*create)(void *ud, const json_t *obj, struct k8s_error *err);
+    /* DELETE the resource ns/name; -K8S_ENOTFOUND when it is gone. */
+    int (*remove)(void *ud, const char *ns, const char *name, struct k8s_error *err);
     void *ud;
 };
 

@@ -6,6 +6,7 @@
 
 #include "k8s_log.h"
 #include "k8s_time.h"
+#include "op_parent.h"
 #include "op_proto.h"
 #include "op_runs.h"
 #include "op_status.h"
@@ -254,6 +255,14 @@ static enum k8s_result step(struct op_capture *c, const json_t *obj, const char 
 
 /* ---------- reconcile ---------- */
 
+/* A capture on a schedule: its children, through op_parent. */
+static enum k8s_result parent(struct op_capture *c, const json_t *obj, int64_t *after,
+                              struct k8s_error *err)
+{
+    struct op_parent_deps d = {&c->d.api, c->d.conns, c->d.cfg, now_ns(c) / K8S_NSEC_PER_SEC};
+    return op_parent_reconcile(&d, obj, after, err);
+}
+
 static bool split_key(const char *key, char *ns, size_t nscap, char *name, size_t namecap)
 {
     const char *slash = strchr(key, '/');
@@ -287,7 +296,8 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
 
 /* What a terminal resource's reconcile reads: its key, uid and version,
  * and that it is over. */
-static const char *const settled_meta[] = {"name", "namespace", "uid", "resourceVersion", NULL};
+static const char *const settled_meta[] = {
+    "name", "namespace", "uid", "resourceVersion", "ownerReferences", NULL};
 static const char *const settled_status[] = {"phase", "observedGeneration", NULL};
 
 /* Into a new object: the members of from named in keys, shared. */
@@ -320,7 +330,8 @@ static json_t *settled(const json_t *obj)
  * 3.5 KiB, the text about 0.5. */
 static json_t *packed(const json_t *obj)
 {
-    static const char *const meta_keys[] = {"name", "namespace", "uid", "resourceVersion", NULL};
+    static const char *const meta_keys[] = {
+        "name", "namespace", "uid", "resourceVersion", "ownerReferences", NULL};
     static const char *const status_keys[] = {"phase", NULL};
     static const char *const target_keys[] = {"podNamespace", NULL};
     char *text = json_dumps(obj, JSON_COMPACT);
@@ -365,7 +376,8 @@ enum k8s_result op_capture_reconcile(struct op_capture *c, const char *key, int6
         json_t *obj = NULL;
         if (current(c, key, ns, name, attempt > 0, &obj, reterr) < 0)
             return K8S_RETRY;
-        enum k8s_result res = step(c, obj, key, ret_after_ns, reterr);
+        enum k8s_result res = op_parent_is(obj) ? parent(c, obj, ret_after_ns, reterr)
+                                                : step(c, obj, key, ret_after_ns, reterr);
         k8s_store_release(obj); /* the cache's own (shared), unpacked, or our own read */
         /* a write lost to another writer, or to a deletion the cache has not
          * seen yet: read afresh and redo the step (gone: the run is dropped) */

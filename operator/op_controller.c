@@ -46,9 +46,15 @@ static const struct k8s_json_filter ns_keep[] = {{"metadata", ns_meta}, {NULL}};
 /* a capture's: what the reconciler reads and a status write sends back
  * (the status subresource ignores the rest); managedFields, labels and
  * annotations stay out of the cache */
-static const struct k8s_json_filter conn_meta[] = {
-    {"name", NULL},       {"namespace", NULL},         {"uid", NULL}, {"resourceVersion", NULL},
-    {"generation", NULL}, {"deletionTimestamp", NULL}, {NULL}};
+static const struct k8s_json_filter conn_meta[] = {{"name", NULL},
+                                                   {"namespace", NULL},
+                                                   {"uid", NULL},
+                                                   {"resourceVersion", NULL},
+                                                   {"generation", NULL},
+                                                   {"deletionTimestamp", NULL},
+                                                   {"ownerReferences", NULL},
+                                                   {"creationTimestamp", NULL},
+                                                   {NULL}};
 static const struct k8s_json_filter conn_keep[] = {
     {"metadata", conn_meta}, {"spec", NULL}, {"status", NULL}, {NULL}};
 /* a workload's metadata, and the status field its pods are found by */
@@ -74,7 +80,7 @@ static struct {
     k8s_store_transform_fn transform; /* what the cache keeps of an object */
 } sources[N_SRC] = {
     [SRC_CONNS] = {"mldiagnosticsconnections.diagon.gke.io", "/apis/" OP_GROUP_VERSION, OP_PLURAL,
-                   false, conn_keep, .map = k8s_map_self, .relisted = true,
+                   false, conn_keep, .map = op_map_connection, .relisted = true,
                    .transform = op_capture_trim},
     [SRC_PODS] = {"pods", "/api/v1", "pods", false, NULL, /* filter: op_pod_keep() */
                   .transform = op_pod_pack},

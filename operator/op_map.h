@@ -19,6 +19,10 @@
 
 #include "k8s_map.h"
 
+/* A connection's own event: itself, and the capture on a schedule that
+ * owns it (its controller owner), which counts its children. */
+void op_map_connection(const struct k8s_map_ctx *ctx, const json_t *obj);
+
 /* The unfinished captures targeting obj's namespace. */
 void op_map_namespace(const struct k8s_map_ctx *ctx, const json_t *obj);
 

@@ -5,6 +5,7 @@ the real node, each with its podIP and its own hostname. The operator, installed
 hostname, the pod name), relays MLDiagnosticsConnections to them; xprof
 reads the files back, and xprof's own client captures the same processes
 for comparison."""
+import calendar
 import glob
 import json
 import os
@@ -159,6 +160,56 @@ class Captures(E2ETest):
             self.assertTrue(any(t.startswith("trace_viewer") for t in got["tools"]), (path, got))
             self.assertGreater(got["trace_events"], 0, "xprof found no trace events in " + path)
         return out
+
+
+class Schedules(Captures):
+    """spec.schedule against the real profilers and the real garbage collector:
+    one capture per minute, owned by its schedule."""
+
+    def schedule(self, name, pod, storage, **fields):
+        ns = self.target_ns()
+        self.api.create({"apiVersion": "diagon.gke.io/v1alpha1",
+                         "kind": "MLDiagnosticsConnection", "metadata": {"name": name},
+                         "spec": {"schedule": "* * * * *", **fields, "triggerCapture": {
+                             "profiler": "google_cloud_mldiagnostics", "podNamespace": ns,
+                             "capturePort": 9999, "durationSeconds": 2,
+                             "podName": pod["metadata"]["name"], "storageLocation": storage}}}, ns)
+        return kubeapi.path_for("MLDiagnosticsConnection", ns, name)
+
+    def children(self, parent):
+        return [o for o in self.api.list(kubeapi.path_for("MLDiagnosticsConnection",
+                                                          self.target_ns()))
+                if any(r.get("name") == parent and r.get("controller")
+                       for r in o["metadata"].get("ownerReferences", []))]
+
+    def test_a_one_minute_schedule_and_its_captures(self):
+        storage = os.path.join(JAX["storage"], "schedule")  # one each: a tick's sessions share a name
+        keep = self.schedule("every-minute", JAX["pods"][0], storage, successfulHistoryLimit=1)
+        drop = self.schedule("every-minute-no-history", JAX["pods"][2], storage + "-no-history",
+                             successfulHistoryLimit=0)
+        # the first tick (within a minute): a capture named for its minute, owned by it
+        self.api.wait(keep, lambda o: o.get("status", {}).get("lastScheduleTime"), 90,
+                      what="the first tick")
+        # suspended at once: no second capture on the pod the next tests use
+        self.kubectl("patch", "mldc", "every-minute", "-n", self.target_ns(), "--type=merge",
+                     "-p", '{"spec": {"suspend": true}}')
+        (child,) = self.children("every-minute")
+        tick = self.api.get(keep)["status"]["lastScheduleTime"]
+        minute = calendar.timegm(time.strptime(tick, "%Y-%m-%dT%H:%M:%SZ")) // 60
+        self.assertEqual(child["metadata"]["name"], "every-minute-%d" % minute)
+        done = self.wait_phase(child["metadata"]["name"], ("Succeeded", "Failed"))
+        self.assert_profiles(done, storage, ["%s_9999" % JAX["pods"][0]["status"]["podIP"]])
+        # no history kept: the other's capture is deleted once it is over
+        self.api.wait(drop, lambda o: o.get("status", {}).get("lastScheduleTime") and
+                      not o["status"].get("active") and not self.children(
+                          "every-minute-no-history"), 120, what="a capture made and deleted")
+        # deleting a schedule deletes its captures (the garbage collector)
+        self.api.delete(keep)
+        self.api.delete(drop)
+        deadline = time.time() + 60
+        while self.children("every-minute") and time.time() < deadline:
+            time.sleep(1)
+        self.assertEqual(self.children("every-minute"), [], "collected with their schedule")
 
 
 class SeedOperatorJax08(Captures):

@@ -159,6 +159,29 @@ class ChartRBAC(E2ETest):
                           "mldiagnosticsconnections/m%d" % (ns, i),
                           lambda o: o.get("status", {}).get("phase") == "Failed", 90)
 
+    def drive_schedule(self):
+        """A capture on a schedule creates a capture and, with no history kept,
+        deletes it once it is over (test_profiler.Schedules does the same against
+        real profilers; this runs only when nothing did yet)."""
+        if any(ev["verb"] == "create" and ev.get("objectRef", {}).get("resource") ==
+               "mldiagnosticsconnections" and ev["user"]["username"].endswith(
+                   ":mldiagnostics-connection-operator")
+               for ev in audit_events(self.c.cp.audit_log)):
+            return
+        ns = self.namespace("rbac-sched")
+        self.api.create({"apiVersion": "diagon.gke.io/v1alpha1",
+                         "kind": "MLDiagnosticsConnection", "metadata": {"name": "sched"},
+                         "spec": {"schedule": "* * * * *", "failedHistoryLimit": 0,
+                                  "triggerCapture": {
+                                      "profiler": "google_cloud_mldiagnostics", "podNamespace": ns,
+                                      "capturePort": 9999, "durationSeconds": 1,
+                                      "podName": "no-such-pod", "storageLocation": "/tmp/rbac"}}},
+                        ns)
+        path = kubeapi.path_for("MLDiagnosticsConnection", ns, "sched")
+        self.api.wait(path, lambda o: o.get("status", {}).get("lastScheduleTime") and
+                      not o["status"].get("active"), 150, what="a tick's capture, made and gone")
+        self.api.delete(path)
+
     def drive_hooks_and_leases(self):
         """helm test of both charts, the renewal CronJob's certgen (a Job made
         from it, as `kubectl create job --from=cronjob/...` does), and a Lease
@@ -191,6 +214,7 @@ class ChartRBAC(E2ETest):
         self.drive_cache_misses()
         self.drive_owner_lookups()
         self.drive_operator_lookups()
+        self.drive_schedule()
         self.drive_hooks_and_leases()
         time.sleep(2.5)  # the audit backend's batch
         helm = self.c.install.helm

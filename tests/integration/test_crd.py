@@ -109,6 +109,21 @@ class CrdTest(unittest.TestCase):
         named["spec"]["triggerCapture"]["hosts"] = {"max": 1}
         self.assertIn("hosts chooses among a workloadRef's pods", str(self.errors(named)))
 
+    def test_a_schedule_and_its_status(self):
+        o = copy.deepcopy(GOOD)
+        o["spec"].update(schedule="*/10 * * * *", suspend=False, concurrencyPolicy="Forbid",
+                         successfulHistoryLimit=3, failedHistoryLimit=0)
+        o["status"] = {"lastScheduleTime": "2026-12-06T05:10:00Z",
+                       "active": [{"name": "x-29942230"}], "message": "next capture at ..."}
+        self.assertEqual(self.errors(o), [])
+        for field, value, why in (("concurrencyPolicy", "Replace", "not in"),
+                                  ("successfulHistoryLimit", -1, "below"),
+                                  ("suspend", "yes", "must be boolean"),
+                                  ("schedule", 5, "must be string")):
+            b = copy.deepcopy(o)
+            b["spec"][field] = value
+            self.assertIn(why, str(self.errors(b)), field)
+
     def test_invalid_resources(self):
         for field, value, why in (("capturePort", 0, "below"), ("capturePort", 70000, "above"),
                                   ("durationSeconds", 0, "below"), ("profiler", "x", "not in"),

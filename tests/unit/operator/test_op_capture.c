@@ -115,6 +115,7 @@ static struct {
     json_t *world, *objs, *events; /* objs: "ns/name" -> the API server's object */
     int rv, conflicts, submit_failures, overlaps;
     int running_failures; /* writes of Running that fail (-K8S_EIO) */
+    int created, removed; /* children of schedules */
     struct fbatch b[BATCH];
     size_t nb;
     pthread_t cancellers[BATCH];
@@ -179,6 +180,47 @@ static int fake_put(void *ud, const json_t *obj, json_t *status, json_t **ret,
         k8s_store_put_new(w.conns, cached);
     json_decref(status);
     return r;
+}
+
+/* POST: the API server's object and the watch's copy, at once. */
+static int fake_create(void *ud, const json_t *obj, struct k8s_error *err)
+{
+    (void)ud;
+    char key[300];
+    k8s_store_key(obj, key, sizeof(key));
+    pthread_mutex_lock(&w.lock);
+    int r = 0;
+    json_t *made = NULL;
+    if (json_object_get(w.objs, key)) {
+        r = k8s_error_set(err, -K8S_ECONFLICT, "%s already exists", key);
+    } else {
+        made = json_deep_copy(obj);
+        json_object_set_new(json_object_get(made, "metadata"), "uid", json_sprintf("uid-%s", key));
+        json_object_set_new(json_object_get(made, "metadata"), "resourceVersion",
+                            json_sprintf("%d", ++w.rv));
+        json_object_set(w.objs, key, made);
+        w.created++;
+    }
+    pthread_mutex_unlock(&w.lock);
+    if (made)
+        k8s_store_put_new(w.conns, made);
+    return r;
+}
+
+static int fake_remove(void *ud, const char *ns, const char *name, struct k8s_error *err)
+{
+    (void)ud;
+    char key[300];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    pthread_mutex_lock(&w.lock);
+    json_t *o = json_incref(json_object_get(w.objs, key));
+    json_object_del(w.objs, key);
+    w.removed += o != NULL;
+    pthread_mutex_unlock(&w.lock);
+    if (o)
+        k8s_store_remove(w.conns, o);
+    json_decref(o);
+    return o ? 0 : k8s_error_set(err, -K8S_ENOTFOUND, "%s not found", key);
 }
 
 static int fake_event(void *ud, const json_t *obj, const char *type, const char *reason,
@@ -298,9 +340,12 @@ static void pod(const char *name, bool ready)
 
 /* A resource named name targeting pods (comma-separated), with status
  * (stolen; NULL: none), on the server and in the cache. */
-static void create(const char *name, const char *pods, json_t *status)
+static void create_with(const char *name, const char *pods, json_t *status, json_t *spec)
 {
     json_t *o = json_deep_copy(json_object_get(w.world, "resource"));
+    if (spec) /* stolen: fields beside triggerCapture */
+        json_object_update(json_object_get(o, "spec"), spec);
+    json_decref(spec);
     json_t *meta = json_object_get(o, "metadata");
     json_object_set_new(meta, "name", json_string(name));
     json_object_set_new(meta, "uid", json_sprintf("uid-%s", name));
@@ -316,6 +361,11 @@ static void create(const char *name, const char *pods, json_t *status)
     pthread_mutex_unlock(&w.lock);
     k8s_store_put_new(w.conns, json_deep_copy(o)); /* the cache's own copy */
     json_decref(o);
+}
+
+static void create(const char *name, const char *pods, json_t *status)
+{
+    create_with(name, pods, status, NULL);
 }
 
 static void delete (const char *key)
@@ -373,7 +423,8 @@ static void world_done(void)
 static struct op_capture *start(void)
 {
     struct op_capture_deps d = {
-        .api = {fake_get, fake_put, fake_event, fake_absent, fake_submit, fake_cancel, NULL},
+        .api = {fake_get, fake_put, fake_event, fake_absent, fake_submit, fake_cancel, fake_create,
+                fake_remove, NULL},
         .conns = w.conns,
         .stores = stores,
         .queue = w.queue,
@@ -599,6 +650,46 @@ Test(capture, a_status_write_lost_to_another_writer_is_retried)
     struct k8s_error err = {0};
     cr_assert_eq(op_capture_reconcile(c, "ml/y", &after, &err), K8S_RETRY);
     cr_assert_eq(err.err, -K8S_ECONFLICT);
+    crash(c);
+}
+
+/* A capture on a schedule is a parent: each tick creates one child,
+ * named for its minute and owned by it, which then captures as any other;
+ * the parent itself never captures. */
+Test(capture, a_schedule_creates_one_child_per_tick)
+{
+    char when[21], child[64];
+    k8s_time_rfc3339((time_t)(NOW / K8S_NSEC_PER_SEC) - 70, when);
+    create_with("nightly", "p-0", NULL, json_pack("{s:s}", "schedule", "* * * * *"));
+    json_object_set_new(json_object_get(json_object_get(w.objs, "ml/nightly"), "metadata"),
+                        "creationTimestamp", json_string(when));
+    json_t *cached = json_deep_copy(json_object_get(w.objs, "ml/nightly"));
+    k8s_store_put_new(w.conns, cached);
+    struct op_capture *c = start();
+    int64_t after;
+    struct k8s_error err = {0};
+    cr_assert_eq(op_capture_reconcile(c, "ml/nightly", &after, &err), K8S_REQUEUE_AFTER, "%s",
+                 err.message);
+    cr_assert_eq(w.created, 1);
+    snprintf(child, sizeof(child), "ml/nightly-%lld", (long long)(NOW / K8S_NSEC_PER_SEC / 60));
+    const json_t *made = json_object_get(w.objs, child);
+    cr_assert_not_null(made, "%s", child);
+    cr_assert_str_eq(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(made, "metadata"), "ownerReferences"),
+                           0),
+            "uid")),
+        "uid-nightly");
+    cr_assert_gt(after, 0);
+    cr_assert_leq(after, 60 * K8S_NSEC_PER_SEC, "the next minute");
+    cr_assert_not_null(status_str("ml/nightly", "lastScheduleTime"));
+    cr_assert_null(status_str("ml/nightly", "phase"), "a parent has no phase");
+    cr_assert_eq(w.nb, 0, "the parent captures nothing itself");
+    cr_assert_eq(op_capture_reconcile(c, "ml/nightly", &after, &err), K8S_REQUEUE_AFTER);
+    cr_assert_eq(w.created, 1, "one child per tick");
+    cr_assert_eq(rec(c, child), K8S_DONE);
+    cr_assert_str_eq(phase_of(child), "Running", "the child captures");
+    cr_assert_eq(events_with("Scheduled"), 1);
     crash(c);
 }
 

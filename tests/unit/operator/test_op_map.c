@@ -55,6 +55,17 @@ static void expect(const char *keys)
     free(got);
 }
 
+Test(op_map, a_childs_event_queues_it_and_its_schedule)
+{
+    json_t *o = json_pack("{s:{s:s, s:s, s:[{s:s, s:s, s:b}, {s:s, s:s, s:b}]}}", "metadata",
+                          "name", "nightly-29942230", "namespace", "ml", "ownerReferences", "kind",
+                          "MLDiagnosticsConnection", "name", "nightly", "controller", 1, "kind",
+                          "ConfigMap", "name", "other", "controller", 0);
+    op_map_connection(&ctx, o);
+    expect("ml/nightly ml/nightly-29942230");
+    json_decref(o);
+}
+
 Test(op_map, a_pod_event_queues_the_unfinished_captures_targeting_its_namespace)
 {
     json_t *pod = json_pack("{s:{s:s, s:s}}", "metadata", "name", "p-0", "namespace", "ml");
