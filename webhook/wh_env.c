@@ -190,6 +190,7 @@ struct plan {
     bool present[WH_ENV_COUNT]; /* the container sets it already */
     bool skip[WH_ENV_COUNT];    /* the user's own settings take precedence */
     char *merged;               /* merged OTEL_RESOURCE_ATTRIBUTES, owned */
+    size_t merged_idx;          /* the user entry it rewrites; SIZE_MAX: none */
 };
 
 static bool has_ref(const char *value, size_t len)
@@ -277,55 +278,76 @@ static bool place(struct plan *p)
     return ok;
 }
 
-/* {"op":<op>,"path":"<cpath>/env — the rest of the path follows. */
+/* {"op":<op>,"path":"<cpath>/env","value": */
 static int env_open(struct k8s_jsonpatch_text *patch, const char *op, const char *cpath)
 {
     int r = k8s_jsonpatch_text_open(patch, op);
     r = r ? r : k8s_jsonpatch_text_path(patch, cpath, strlen(cpath));
-    return r ? r : k8s_jsonpatch_text_path(patch, "/env", 4);
-}
-
-/* The rest of {"op":...,"path":"<cpath>/env/<i>[/value]","value": — i may
- * be K8S_JSONPATCH_TEXT_END ("-"). */
-static int env_path(struct k8s_jsonpatch_text *patch, size_t i, bool value)
-{
-    int r = k8s_jsonpatch_text_path_index(patch, i);
-    r = r || !value ? r : k8s_jsonpatch_text_path(patch, "/value", 6);
+    r = r ? r : k8s_jsonpatch_text_path(patch, "/env", 4);
     return r ? r : k8s_jsonpatch_text_value(patch);
 }
 
-/* Emit the "add" operations in ascending final position. */
-static int emit_adds(const struct plan *p, const char *cpath, struct k8s_jsonpatch_text *patch,
-                     int *added)
+/* Ours in (slot, index) order, present and skipped ones (SIZE_MAX) last;
+ * returns how many are placed. */
+static size_t order_ours(const struct plan *p, size_t order[])
 {
-    /* ours in (slot, index) order; present ones (SIZE_MAX) sort last */
-    size_t order[WH_ENV_COUNT], n = p->set->n;
+    size_t n = p->set->n, placed = 0;
     for (size_t j = 0; j < n; j++) {
         size_t k = j;
         for (; k > 0 && p->slot[order[k - 1]] > p->slot[j]; k--)
             order[k] = order[k - 1];
         order[k] = j;
+        placed += p->slot[j] != SIZE_MAX;
     }
-    size_t inserted = 0, head = 0, head_len = 0; /* the first add's {"op":"add","path":".../env */
-    int r = 0;
-    for (size_t o = 0; o < n && r == 0; o++) {
-        size_t j = order[o], i = p->slot[j];
-        if (i == SIZE_MAX)
-            break;
-        if (head_len) {
-            r = k8s_jsonpatch_text_open_as(patch, head, head_len);
-        } else {
-            r = env_open(patch, "add", cpath);
-            head = patch->at;
-            head_len = r ? 0 : patch->buf.len - head;
+    return placed;
+}
+
+/* User entry i as it ends: the merged OTEL_RESOURCE_ATTRIBUTES rewritten,
+ * any other as the document gave it. */
+static int write_user(const struct plan *p, const struct wh_container *c, size_t i,
+                      struct k8s_buf *b)
+{
+    if (i != p->merged_idx)
+        return k8s_buf_append(b, c->env[i].raw, c->env[i].raw_len);
+    int r = k8s_buf_appends(b, "{\"name\":\"" ATTRS_VAR "\",\"value\":");
+    r = r ? r : k8s_json_write_string(p->merged, strlen(p->merged), b);
+    return r ? r : k8s_buf_append(b, "}", 1);
+}
+
+/* A "," unless the list (its '[' last) is still empty. */
+static int comma(struct k8s_buf *b)
+{
+    return b->data[b->len - 1] == '[' ? 0 : k8s_buf_append(b, ",", 1);
+}
+
+/* One operation writing the container's env as it ends, ours each in its
+ * slot among the user's entries; nothing when nothing changes. The API
+ * server's cost of a JSON Patch grows with its operations far more than
+ * with its bytes (each is decoded and navigated to, and what it touches
+ * decoded and re-encoded), so a list we change is written whole rather
+ * than with one "add" per variable. */
+static int emit_env(const struct plan *p, const struct wh_container *c, const char *cpath,
+                    struct k8s_jsonpatch_text *patch, int *added)
+{
+    size_t order[WH_ENV_COUNT], o = 0;
+    size_t placed = order_ours(p, order);
+    if (!placed && p->merged_idx == SIZE_MAX)
+        return 0;
+    struct k8s_buf *b = &patch->buf;
+    int r = env_open(patch, "add", cpath);
+    r = r ? r : k8s_buf_append(b, "[", 1);
+    for (size_t i = 0; i <= p->n_user && r == 0; i++) {
+        for (; o < placed && p->slot[order[o]] == i && r == 0; o++, (*added)++) {
+            r = comma(b);
+            r = r ? r : wh_env_var_append(&p->set->v[order[o]], b);
         }
-        r = r ? r : env_path(patch, i == p->n_user ? K8S_JSONPATCH_TEXT_END : i + inserted, false);
-        r = r ? r : wh_env_var_append(&p->set->v[j], &patch->buf);
-        r = r ? r : k8s_jsonpatch_text_end(patch);
-        inserted++;
-        (*added)++;
+        if (i < p->n_user && r == 0) {
+            r = comma(b);
+            r = r ? r : write_user(p, c, i, b);
+        }
     }
-    return r;
+    r = r ? r : k8s_buf_append(b, "]", 1);
+    return r ? r : k8s_jsonpatch_text_end(patch);
 }
 
 /* Our attributes plus rl.run.id when the union with the user's keys has an
@@ -355,9 +377,10 @@ out_done:
     return out;
 }
 
-/* Merge into a user's OTEL_RESOURCE_ATTRIBUTES at user[idx]. */
-static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const char *cname,
-                            struct k8s_jsonpatch_text *patch, json_t *warnings, int *added)
+/* Merge into a user's OTEL_RESOURCE_ATTRIBUTES at user[idx]; the entry is
+ * rewritten (p->merged_idx) when its value changes. */
+static int merge_user_attrs(struct plan *p, size_t idx, const char *cname, json_t *warnings,
+                            int *added)
 {
     if (p->user[idx].value_from) {
         wh_warnf(warnings, "container %s: " ATTRS_VAR " comes from valueFrom; not merged", cname);
@@ -370,22 +393,17 @@ static int merge_user_attrs(struct plan *p, size_t idx, const char *cpath, const
         return -K8S_ENOMEM;
     if (!strcmp(p->merged, user))
         return 0;
-    const char *op = p->user[idx].value ? "replace" : "add";
-    size_t len = strlen(p->merged);
     p->user[idx].value = p->merged;
-    p->user[idx].has_ref = has_ref(p->merged, len);
+    p->user[idx].has_ref = has_ref(p->merged, strlen(p->merged));
+    p->merged_idx = idx;
     (*added)++;
-    int r = env_open(patch, op, cpath);
-    r = r ? r : env_path(patch, idx, true);
-    r = r ? r : k8s_json_write_string(p->merged, len, &patch->buf);
-    return r ? r : k8s_jsonpatch_text_end(patch);
+    return 0;
 }
 
 static int whole_env(const struct wh_envset *set, const char *cpath,
                      struct k8s_jsonpatch_text *patch, int *added)
 {
     int r = env_open(patch, "add", cpath);
-    r = r ? r : k8s_jsonpatch_text_value(patch);
     r = r ? r : write_vars(set, &patch->buf);
     *added += (int)set->n;
     return r ? r : k8s_jsonpatch_text_end(patch);
@@ -524,7 +542,7 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
         wh_warnf(warnings, "container %s: env is not a list; not injected", cname);
         return 0;
     }
-    struct plan p = {.set = set, .n_user = c->n_env};
+    struct plan p = {.set = set, .n_user = c->n_env, .merged_idx = SIZE_MAX};
     p.user = k8s_arena_malloc(arena, (p.n_user + 1) * sizeof(*p.user)); /* read_env sets each */
     if (!p.user)
         return -K8S_ENOMEM;
@@ -534,7 +552,7 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
     precedence(&p, attrs_idx != SIZE_MAX ? &p.user[attrs_idx] : NULL, cause);
     int r = 0;
     if (attrs_idx != SIZE_MAX && merge)
-        r = merge_user_attrs(&p, attrs_idx, cpath, cname, patch, warnings, ret_added);
+        r = merge_user_attrs(&p, attrs_idx, cname, warnings, ret_added);
     if (r == 0 && !place(&p))
         wh_warnf(warnings,
                  "container %s: env references form a cycle with injected variables; "
@@ -543,7 +561,7 @@ int wh_env_patch_text(const struct wh_envset *set, const struct wh_container *c,
     if (r == 0)
         warn_skips(&p, cause, cname, warnings);
     if (r == 0)
-        r = emit_adds(&p, cpath, patch, ret_added);
+        r = emit_env(&p, c, cpath, patch, ret_added);
     free(p.merged);
     k8s_arena_release(arena, p.user);
     return r;

@@ -13,6 +13,7 @@
 #include "k8s_jsonpatch.h"
 #include "k8s_jsonpatch_text.h"
 #include "k8s_time.h"
+#include "wh_annpatch.h"
 #include "wh_attrs.h"
 #include "wh_env.h"
 #include "wh_identity.h"
@@ -306,20 +307,6 @@ static int write_mount(struct k8s_buf *b)
     return k8s_buf_append(b, mount, sizeof(mount) - 1);
 }
 
-/* {"k0":"v0",...} */
-static int write_strings(struct k8s_buf *b, const char *const keys[], const char *const vals[],
-                         size_t n)
-{
-    int r = k8s_buf_append(b, "{", 1);
-    for (size_t i = 0; i < n && r == 0; i++) {
-        r = i ? k8s_buf_append(b, ",", 1) : 0;
-        r = r ? r : k8s_json_write_string(keys[i], strlen(keys[i]), b);
-        r = r ? r : k8s_buf_append(b, ":", 1);
-        r = r ? r : k8s_json_write_string(vals[i], strlen(vals[i]), b);
-    }
-    return r ? r : k8s_buf_append(b, "}", 1);
-}
-
 /* The text the injection hash covers: a line per variable, the volume's
  * items and the mount. */
 static int injection_text(const struct wh_envset *set, struct k8s_buf *b)
@@ -388,15 +375,6 @@ static int op_begin(struct ctx *x, const char *name, const char *base, const cha
     return k8s_jsonpatch_text_begin_at(&x->out->text, name, base, mid, seg);
 }
 
-/* {op, base mid/seg, value: the string v} */
-static int op_string(struct ctx *x, const char *name, const char *base, const char *mid,
-                     const char *seg, const char *v)
-{
-    int r = op_begin(x, name, base, mid, seg);
-    r = r ? r : k8s_json_write_string(v, strlen(v), &x->out->text.buf);
-    return r ? r : k8s_jsonpatch_text_end(&x->out->text);
-}
-
 /* {add, base, value: the one written by w, or [it] when listed} */
 static int add_written(struct ctx *x, const char *base, int (*w)(struct k8s_buf *), bool listed)
 {
@@ -410,36 +388,11 @@ static int add_written(struct ctx *x, const char *base, int (*w)(struct k8s_buf 
 
 static int patch_annotations(struct ctx *x, const struct wh_identity *id)
 {
-    const char *const keys[] = {K8S_ANN_IDENTIFIER, K8S_ANN_METADATA, K8S_ANN_INJECTION};
-    const char *const vals[] = {id->identifier, id->metadata, x->out->injection};
-    const struct wh_map *ann = &x->meta->annotations;
-    bool has_meta = x->meta->shape == WH_SHAPE_LIST; /* shape_ok: else absent */
-    if (!has_meta || ann->shape == WH_SHAPE_ABSENT || ann->shape == WH_SHAPE_NULL) {
-        struct k8s_buf *b = &x->out->text.buf;
-        int r = op_begin(x, "add", x->in->path, "/metadata", has_meta ? "annotations" : NULL);
-        r = r || has_meta ? r : k8s_buf_appends(b, "{\"annotations\":");
-        r = r ? r : write_strings(b, keys, vals, 3);
-        r = r || has_meta ? r : k8s_buf_append(b, "}", 1);
-        return r ? r : k8s_jsonpatch_text_end(&x->out->text);
-    }
-    if (ann->shape != WH_SHAPE_LIST) {
-        wh_warnf(x->out->warnings, "metadata.annotations is not a map; pod annotations not set");
-        return 0;
-    }
-    for (size_t i = 0; i < 3; i++) {
-        /* the identity annotations must say what the env now says (a pod
-         * can arrive with one stale half); the injection record of a pod
-         * injected before is kept */
-        const struct wh_kv *cur = wh_map_find(ann, keys[i]);
-        const char *have = cur ? cur->val : NULL;
-        const char *op = !cur                                        ? "add"
-                         : i < 2 && (!have || strcmp(have, vals[i])) ? "replace"
-                                                                     : NULL;
-        int r = op ? op_string(x, op, x->in->path, "/metadata/annotations", keys[i], vals[i]) : 0;
-        if (r < 0)
-            return r;
-    }
-    return 0;
+    const struct wh_ann set[] = {{K8S_ANN_IDENTIFIER, id->identifier, true},
+                                 {K8S_ANN_METADATA, id->metadata, true},
+                                 {K8S_ANN_INJECTION, x->out->injection, false}};
+    return wh_annpatch(x->meta, x->in->path, set, sizeof(set) / sizeof(set[0]), &x->out->text,
+                       x->out->warnings);
 }
 
 enum mount_state { M_ADD, M_PRESENT, M_TAKEN, M_BAD };

@@ -34,6 +34,7 @@ static void container_free(struct k8s_arena *arena, struct wh_container *c)
 {
     k8s_arena_release(arena, c->env);
     k8s_arena_release(arena, c->mounts);
+    free(c->raw_pool); /* only a tree's containers have one */
     *c = (struct wh_container){0};
 }
 
@@ -139,7 +140,16 @@ static int envvar(struct rd *r, void *arg)
         return -1;
     struct wh_envvar *e = &c->env[c->n_env++];
     *e = (struct wh_envvar){0};
-    return object(r, envvar_member, e, &obj);
+    k8s_jpull_peek(r->p); /* to the entry's first byte */
+    const char *start = k8s_jpull_pos(r->p);
+    if (object(r, envvar_member, e, &obj) < 0)
+        return -1;
+    const char *end = k8s_jpull_pos(r->p);
+    while (end > start && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r' || end[-1] == '\n'))
+        end--;
+    e->raw = start;
+    e->raw_len = (size_t)(end - start);
+    return 0;
 }
 
 static int mount_member(struct rd *r, const char *k, size_t n, void *arg)
@@ -275,6 +285,25 @@ static const char *str_of(const json_t *o, const char *k, size_t *len)
     return json_string_value(v);
 }
 
+/* Each env entry's text: jansson's compact dump, one after the other in
+ * c->raw_pool. */
+static int raw_from_json(const json_t *env, struct wh_container *c)
+{
+    size_t total = 0, at = 0;
+    for (size_t i = 0; i < c->n_env; i++)
+        total += json_dumpb(json_array_get(env, i), NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!(c->raw_pool = malloc(total + 1)))
+        return -K8S_ENOMEM;
+    for (size_t i = 0; i < c->n_env; i++) {
+        size_t n = json_dumpb(json_array_get(env, i), c->raw_pool + at, total - at,
+                              JSON_COMPACT | JSON_ENCODE_ANY);
+        c->env[i].raw = c->raw_pool + at;
+        c->env[i].raw_len = n;
+        at += n;
+    }
+    return 0;
+}
+
 int wh_container_from_json(const json_t *c, struct wh_container *ret)
 {
     *ret = (struct wh_container){.is_object = json_is_object(c)};
@@ -295,6 +324,10 @@ int wh_container_from_json(const json_t *c, struct wh_container *ret)
         v->name = str_of(e, "name", &v->len);
         v->value = str_of(e, "value", &v->vlen);
         v->value_from = json_object_get(e, "valueFrom") != NULL;
+    }
+    if (raw_from_json(env, ret) < 0) {
+        wh_container_done(ret);
+        return -K8S_ENOMEM;
     }
     for (size_t i = 0; i < json_array_size(mounts); i++) {
         const json_t *m = json_array_get(mounts, i);

@@ -1,7 +1,8 @@
 /*
  * wh_podspec — the few fields of a pod spec the mutation reads, as plain
  * structs: each container's and init container's name, restartPolicy, env
- * (name, value, valueFrom) and volumeMounts (name, mountPath), and the
+ * (name, value, valueFrom, and each entry's JSON text, so that a patch can
+ * write the list whole) and volumeMounts (name, mountPath), and the
  * volumes' names. Nothing else of the spec is kept.
  *
  * Two readers fill the same struct, so the mutation has one input:
@@ -19,11 +20,12 @@
  * from wh_podspec_read and wh_podspec_pull, the decoded strings, all
  * taken from its arena (the request's, passed in; NULL: malloc'd, as
  * wh_podspec_from_json always is, whose strings are borrowed from the
- * tree). wh_podspec_done releases them (safe on a zeroed struct; a no-op
- * for an arena's memory, which returns at the arena's reset, so the
- * arena must outlive the struct) and keeps the struct's arena. Failure:
- * -K8S_ENOMEM, or -K8S_EPARSE when the text is not JSON; the struct is
- * left empty (wh_podspec_pull: to be freed).
+ * tree). An env entry's raw text is a view into the document from the
+ * pull readers (so the document must outlive the struct) and a copy
+ * (jansson's compact dump) from a tree. wh_podspec_done releases them (safe on a zeroed struct; a
+ * no-op for an arena's memory, which returns at the arena's reset, so the arena must outlive the
+ * struct) and keeps the struct's arena. Failure: -K8S_ENOMEM, or -K8S_EPARSE when the text is not
+ * JSON; the struct is left empty (wh_podspec_pull: to be freed).
  */
 #ifndef WH_PODSPEC_H
 #define WH_PODSPEC_H
@@ -55,6 +57,8 @@ struct wh_envvar {
     const char *value; /* NULL unless a string */
     size_t vlen;       /* of value */
     bool value_from;   /* has a valueFrom member */
+    const char *raw;   /* the entry's JSON text, as given (not NUL-terminated) */
+    size_t raw_len;
 };
 
 struct wh_mount {
@@ -68,6 +72,7 @@ struct wh_container {
     enum wh_shape env_shape;
     struct wh_envvar *env;
     size_t n_env;
+    char *raw_pool; /* from a tree: the entries' text (the pull reader: none) */
     enum wh_shape mounts_shape;
     struct wh_mount *mounts;
     size_t n_mounts;

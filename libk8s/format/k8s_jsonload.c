@@ -476,6 +476,11 @@ size_t k8s_jpull_left(const struct k8s_jpull *r)
     return (size_t)(r->end - r->p);
 }
 
+const char *k8s_jpull_pos(const struct k8s_jpull *r)
+{
+    return (const char *)r->p;
+}
+
 int k8s_jpull_fail(struct k8s_jpull *r, const char *what)
 {
     return fail(r, what);

@@ -123,6 +123,12 @@ int k8s_jpull_element(struct k8s_jpull *p, int *state) K8S_MUST_CHECK;
 /* Bytes from the cursor to the end of the document (a bound on what the
  * rest of the value decodes to). */
 size_t k8s_jpull_left(const struct k8s_jpull *p);
+/* The cursor's place in the document's text (a view into the buffer given
+ * to k8s_json_pull_text): after k8s_jpull_peek, the first byte of the
+ * value there; right after reading a value, the byte past its end. So a
+ * value's raw text is what lies between the two (trailing whitespace of
+ * a document that has it included). */
+const char *k8s_jpull_pos(const struct k8s_jpull *p);
 /* Is the value at the cursor `true`? 1 when it is, 0 for any other value
  * (skipped); -1 as for the others. */
 int k8s_jpull_true(struct k8s_jpull *p) K8S_MUST_CHECK;

@@ -244,7 +244,7 @@ for r in $reviews; do
         post "$(port_of "$arm")" "$fixtures/bench-jobset-$r.json" "$out/answer-$arm-$r.json" ||
             die "$arm did not answer POST /mutate with the $r review"
     done
-    python3 "$here/check_patch.py" "$r" "$expected/patch-$r.json" \
+    python3 "$here/check_patch.py" "$r" "$fixtures/bench-jobset-$r.json" "$expected/patch-$r.json" \
         "$out/answer-webhook-$r.json" "$out/answer-go-$r.json" ||
         die "the webhook and the Go peer do not do the same work for the $r review"
     grep -q '"patch"' "$out/answer-cached-$r.json" && ! grep -q '"warnings"' "$out/answer-cached-$r.json" ||

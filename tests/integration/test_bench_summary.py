@@ -47,35 +47,47 @@ PATCH = """| target | figure | goal | verdict |
 
 
 class PatchSize(unittest.TestCase):
-    def test_fewest_operations_and_bytes_give_the_same_pod(self):
+    def test_one_operation_per_value_and_its_per_element_form(self):
         sys.path.insert(0, os.path.dirname(SUMMARY))
         import patch_size
         env = [{"name": "USER_%d" % i, "value": "x" * 20} for i in range(2)]
+        attrs = {"name": "OTEL_RESOURCE_ATTRIBUTES", "value": "a=b"}
         pod = {"metadata": {"annotations": {"a": "b"}},
-               "spec": {"containers": [{"name": "c", "env": env}]}}
-        ours = [{"op": "add", "path": "/spec/containers/0/env/-",
-                 "value": {"name": "V%d" % i, "value": "y"}} for i in range(5)]
-        ours.append({"op": "add", "path": "/metadata/annotations/diagon.gke.io~1x",
-                     "value": "z"})
-        ops, nbytes, fewest_ops, fewest_bytes = patch_size.measure(pod, ours)
-        self.assertEqual((ops, fewest_ops), (6, 2), "one operation per value touched")
-        self.assertLess(fewest_bytes, nbytes, "the env whole is smaller than 5 adds")
+               "spec": {"containers": [{"name": "c", "env": env + [attrs]}]}}
+        ours_env = [{"name": "V0", "value": "y"}] + env + \
+            [{"name": "OTEL_RESOURCE_ATTRIBUTES", "value": "a=b,c=d"},
+             {"name": "V1", "value": "y"}]
+        ours = [{"op": "add", "path": "/spec/containers/0/env", "value": ours_env},
+                {"op": "add", "path": "/metadata/annotations",
+                 "value": {"a": "b", "diagon.gke.io/x": "z"}}]
+        ops, nbytes, touched, per_ops, per_bytes = patch_size.measure(pod, ours)
+        self.assertEqual((ops, touched), (2, 2), "one operation per value touched")
+        per = patch_size.per_element(pod, ours)
+        self.assertEqual([(o["op"], o["path"]) for o in per], [
+            ("add", "/spec/containers/0/env/0"),
+            ("replace", "/spec/containers/0/env/3/value"),
+            ("add", "/spec/containers/0/env/-"),
+            ("add", "/metadata/annotations/diagon.gke.io~1x")])
+        self.assertEqual(per_ops, 4)
         self.assertEqual(patch_size.root_of("/spec/containers/0/env/3/value"),
                          "/spec/containers/0/env")
-        # a patch already at the fewest
+        # a list that was absent stays one operation in both forms
         one = [{"op": "add", "path": "/spec/volumes", "value": [{"name": "v"}]}]
-        self.assertEqual(patch_size.measure(pod, one)[2:], (1, len(json.dumps(
-            one, separators=(",", ":")))))
+        self.assertEqual(patch_size.measure(pod, one), (1, len(json.dumps(
+            one, separators=(",", ":"))), 1, 1, len(json.dumps(one, separators=(",", ":")))))
 
     def test_the_fixtures_table(self):
         with tempfile.TemporaryDirectory() as d:
+            # PATCH_COST=0: not timed here (make bench builds and runs patchcost)
             r = subprocess.run([sys.executable, os.path.join(os.path.dirname(SUMMARY),
                                                              "patch_size.py"), d],
-                               capture_output=True, text=True, timeout=60)
+                               capture_output=True, text=True, timeout=60,
+                               env=dict(os.environ, PATCH_COST="0"))
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(d, "patch.md")) as f:
                 text = f.read()
-        self.assertIn("| seed-000 | ", text)
+        self.assertIn("| seed-000 | 4 | 4 | 11 | ", text)
+        self.assertIn("| patch operations: cases at one per value touched", text)
         self.assertIn("| target | figure | goal | verdict |", text)
 
 

@@ -1,9 +1,12 @@
 /* wh_admit, byte for byte: every review of tests/fixtures/unit/admit-golden
  * (every Pod among the fixtures as a review, v1 and v1beta1, the bench
  * reviews, envelopes that are not a pod CREATE) gets exactly the answer
- * stored beside it, written by the webhook before its response writer was
- * rewritten to emit the patch straight into the answer (issue 14). The
- * answers are made with `admit_bench -o DIR` on the same configuration. */
+ * stored beside it, first written by the webhook before its response
+ * writer was rewritten to emit the patch straight into the answer (issue
+ * 14). The answers are made with `admit_bench -o DIR` on the same
+ * configuration; they were made again when the patch came to write each
+ * list it changes whole (issue 25), each new patch checked to give the
+ * same pod as the one before it. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>

@@ -107,6 +107,29 @@ static void release(struct result *r)
     json_decref(r->pod);
 }
 
+/* The patch is one operation writing the container's env whole (path
+ * CPATH/env), and every entry of the container's own env but the one at
+ * `rewritten` (SIZE_MAX: none) is in it unchanged, in its order. */
+static void expect_whole_env(const struct result *r, const char *key, size_t rewritten)
+{
+    cr_assert_eq(json_array_size(r->patch), 1, "%s: one operation", key);
+    const json_t *op = json_array_get(r->patch, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add", "%s", key);
+    cr_expect_str_eq(json_string_value(json_object_get(op, "path")), CPATH "/env", "%s", key);
+    const json_t *value = json_object_get(op, "value"),
+                 *mine = json_object_get(container(key), "env");
+    cr_expect(json_equal(value, r->env), "%s: the value is the env it ends with", key);
+    size_t at = 0;
+    for (size_t i = 0; i < json_array_size(mine); i++) {
+        if (i == rewritten)
+            continue;
+        while (at < json_array_size(value) &&
+               !json_equal(json_array_get(value, at), json_array_get(mine, i)))
+            at++;
+        cr_expect_lt(at, json_array_size(value), "%s: user entry %zu not kept as given", key, i);
+    }
+}
+
 /* "A,B,C" of the env names. */
 static char *names(const json_t *env)
 {
@@ -282,7 +305,7 @@ Test(wh_env, no_env_one_add_with_everything)
     }
 }
 
-Test(wh_env, existing_env_appends_in_order)
+Test(wh_env, existing_env_written_whole_in_order)
 {
     build(NULL, true);
     const char *keys[] = {"env-empty", "env-user"};
@@ -290,14 +313,11 @@ Test(wh_env, existing_env_appends_in_order)
         struct result r;
         run(keys[k], true, &r);
         json_t *want = ts_load_json("unit/env/envset.json");
-        cr_assert_eq(json_array_size(r.patch), WH_ENV_COUNT, "%s", keys[k]);
-        for (size_t i = 0; i < WH_ENV_COUNT; i++) {
-            json_t *op = json_array_get(r.patch, i);
-            cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
-            cr_expect_str_eq(json_string_value(json_object_get(op, "path")), CPATH "/env/-");
-            cr_expect(json_equal(json_object_get(op, "value"), json_array_get(want, i)), "%s #%zu",
-                      keys[k], i);
-        }
+        expect_whole_env(&r, keys[k], SIZE_MAX);
+        size_t skip = k == 0 ? 0 : 1; /* USER_A first */
+        for (size_t i = 0; i < WH_ENV_COUNT; i++)
+            cr_expect(json_equal(json_array_get(r.env, skip + i), json_array_get(want, i)),
+                      "%s #%zu", keys[k], i);
         json_decref(want);
         cr_expect_eq(r.added, WH_ENV_COUNT);
         char *n = names(r.env);
@@ -323,8 +343,7 @@ Test(wh_env, user_var_referencing_ours_gets_it_first)
                         "OTEL_EXPORTER_OTLP_METRICS_INSECURE,OTEL_EXPORTER_OTLP_TRACES_INSECURE,"
                         "OTEL_RESOURCE_ATTRIBUTES");
     free(n);
-    json_t *op0 = json_array_get(r.patch, 0);
-    cr_expect_str_eq(json_string_value(json_object_get(op0, "path")), CPATH "/env/0");
+    expect_whole_env(&r, "user-refs-ours", SIZE_MAX);
     cr_expect_eq(r.added, WH_ENV_COUNT);
     cr_expect_eq(json_array_size(r.warn), 0);
     check_env_invariants(r.env, "user-refs-ours");
@@ -423,17 +442,7 @@ Test(wh_env, user_set_names_never_overwritten)
     struct result r;
     run("user-set-names", true, &r);
     cr_expect_eq(r.added, WH_ENV_COUNT - 3);
-    cr_expect_eq(json_array_size(r.patch), WH_ENV_COUNT - 3);
-    size_t i;
-    json_t *op;
-    json_array_foreach(r.patch, i, op)
-    {
-        cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
-        const char *name = json_string_value(json_object_get(json_object_get(op, "value"), "name"));
-        cr_expect(strcmp(name, "OTEL_SERVICE_NAME") && strcmp(name, "OTEL_COLLECTOR_NAME") &&
-                      strcmp(name, "GKE_DIAGON_IDENTIFIER"),
-                  "overwrote %s", name);
-    }
+    expect_whole_env(&r, "user-set-names", SIZE_MAX);
     cr_expect_str_eq(value_of(r.env, "OTEL_SERVICE_NAME"), "mine");
     cr_expect_str_eq(value_of(r.env, "GKE_DIAGON_IDENTIFIER"), "custom");
     cr_expect_not_null(json_object_get(find_var(r.env, "OTEL_COLLECTOR_NAME"), "valueFrom"));
@@ -448,14 +457,14 @@ Test(wh_env, user_attrs_merged_with_replace)
     build(NULL, true);
     struct result r;
     run("user-attrs", true, &r);
-    json_t *op0 = json_array_get(r.patch, 0);
-    cr_expect_str_eq(json_string_value(json_object_get(op0, "op")), "replace");
-    cr_expect_str_eq(json_string_value(json_object_get(op0, "path")), CPATH "/env/0/value");
+    expect_whole_env(&r, "user-attrs", 0);
     const char *merged =
         "team=ml,k8s.pod.name=custom,service.namespace=team-a,k8s.namespace.name=team-a,"
         "k8s.pod.uid=$(OTEL_RESOURCE_ATTRIBUTES_POD_UID),k8s.node.name=$(OTEL_RESOURCE_"
         "ATTRIBUTES_NODE_NAME),k8s.cluster.name=prod,k8s.jobset.name=train";
-    cr_expect_str_eq(json_string_value(json_object_get(op0, "value")), merged);
+    json_t *entry = json_pack("{s:s,s:s}", "name", "OTEL_RESOURCE_ATTRIBUTES", "value", merged);
+    cr_expect(json_equal(json_array_get(r.env, 2), entry), "the merged entry: name and value");
+    json_decref(entry);
     cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), merged);
     /* the merged value now references POD_UID and NODE_NAME: they go first */
     char *n = names(r.env);
@@ -479,10 +488,7 @@ Test(wh_env, user_attrs_complete_left_byte_identical)
     build(NULL, true);
     struct result r;
     run("user-attrs-complete", true, &r);
-    size_t i;
-    json_t *op;
-    json_array_foreach(r.patch, i, op)
-        cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
+    expect_whole_env(&r, "user-attrs-complete", SIZE_MAX);
     cr_expect_str_eq(
         value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"),
         json_string_value(json_object_get(
@@ -496,10 +502,7 @@ Test(wh_env, merge_false_leaves_user_attrs)
     build(NULL, true);
     struct result r;
     run("user-attrs", false, &r);
-    size_t i;
-    json_t *op;
-    json_array_foreach(r.patch, i, op)
-        cr_expect_str_eq(json_string_value(json_object_get(op, "op")), "add");
+    expect_whole_env(&r, "user-attrs", SIZE_MAX);
     cr_expect_str_eq(value_of(r.env, "OTEL_RESOURCE_ATTRIBUTES"), "team=ml,k8s.pod.name=custom");
     cr_expect_eq(r.added, WH_ENV_COUNT - 1);
     cr_expect_eq(json_array_size(r.warn), 0);
@@ -602,7 +605,7 @@ Test(wh_env, init_container_path)
                               warn, &added),
                  0);
     cr_expect_str_eq(json_string_value(json_object_get(json_array_get(patch, 0), "path")),
-                     "/spec/initContainers/3/env/-");
+                     "/spec/initContainers/3/env");
     json_decref(patch);
     json_decref(warn);
 }

@@ -34,6 +34,12 @@ static void expect_same_container(const struct wh_container *a, const struct wh_
         cr_expect_eq(x->len, y->len, "%s: env[%zu] name length", what, i);
         cr_expect_eq(x->vlen, y->vlen, "%s: env[%zu] value length", what, i);
         cr_expect_eq(x->value_from, y->value_from, "%s: env[%zu].valueFrom", what, i);
+        json_t *rx = json_loadb(x->raw, x->raw_len, JSON_DECODE_ANY, NULL);
+        json_t *ry = json_loadb(y->raw, y->raw_len, JSON_DECODE_ANY, NULL);
+        cr_expect(rx && json_equal(rx, ry), "%s: env[%zu]'s text: %.*s vs %.*s", what, i,
+                  (int)x->raw_len, x->raw, (int)y->raw_len, y->raw);
+        json_decref(rx);
+        json_decref(ry);
     }
     cr_expect_eq(a->mounts_shape, b->mounts_shape, "%s: volumeMounts shape", what);
     cr_assert_eq(a->n_mounts, b->n_mounts, "%s: mounts", what);
@@ -155,6 +161,23 @@ Test(wh_podspec, text_that_ends_early_is_refused)
                      cases[i]);
         cr_expect_null(s.pool, "%s: left empty", cases[i]);
     }
+}
+
+Test(wh_podspec, env_entries_text_is_the_documents_own)
+{
+    const char *e0 = "{\"name\" : \"A\", \"value\":\"b\\u00e9\"}";
+    const char *e1 = "{\"name\":\"B\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"x\"}}}";
+    char text[512];
+    snprintf(text, sizeof(text), "{\"containers\":[{\"env\":[ %s ,\n\t%s\r\n]}]}", e0, e1);
+    struct wh_podspec s;
+    cr_assert_eq(wh_podspec_read(text, strlen(text), NULL, &s), 0);
+    cr_assert_eq(s.list[WH_CONTAINERS].c[0].n_env, 2);
+    const struct wh_envvar *v = s.list[WH_CONTAINERS].c[0].env;
+    cr_expect(v[0].raw_len == strlen(e0) && !memcmp(v[0].raw, e0, v[0].raw_len), "%.*s",
+              (int)v[0].raw_len, v[0].raw);
+    cr_expect(v[1].raw_len == strlen(e1) && !memcmp(v[1].raw, e1, v[1].raw_len), "%.*s",
+              (int)v[1].raw_len, v[1].raw);
+    wh_podspec_done(&s);
 }
 
 Test(wh_podspec, absent_spec)
