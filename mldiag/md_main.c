@@ -19,6 +19,7 @@
 #include "k8s_client.h"
 #include "k8s_config.h"
 #include "k8s_flags.h"
+#include "k8s_jget.h"
 #include "k8s_time.h"
 #include "md_capture.h"
 #include "md_show.h"
@@ -215,8 +216,7 @@ static int capture(struct k8s_client *cl, struct opts *o, const char *ns, const 
         return 1;
     }
     char name[256];
-    snprintf(name, sizeof(name), "%s",
-             json_string_value(json_object_get(json_object_get(made, "metadata"), "name")));
+    snprintf(name, sizeof(name), "%s", k8s_jstr2(made, "metadata", "name"));
     json_decref(made);
     printf("mldiagnosticsconnection.diagon.gke.io/%s created\n", name);
     snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", name);

@@ -3,17 +3,18 @@
 #include <string.h>
 #include <time.h>
 
+#include "k8s_jget.h"
 #include "k8s_time.h"
 
 static const char *str2(const json_t *o, const char *a, const char *b)
 {
-    const char *v = json_string_value(json_object_get(json_object_get(o, a), b));
+    const char *v = k8s_jstr2(o, a, b);
     return v ? v : "";
 }
 
 static const char *str(const json_t *o, const char *k)
 {
-    const char *v = json_string_value(json_object_get(o, k));
+    const char *v = k8s_jstr(o, k);
     return v ? v : "";
 }
 

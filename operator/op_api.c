@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 
+#include "k8s_jget.h"
 #include "op_event.h"
 #include "op_status.h"
 
@@ -53,8 +54,7 @@ static int create(void *ud, const json_t *obj, struct k8s_error *err)
 {
     struct op_api_io *io = ud;
     char path[600];
-    const char *ns =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    const char *ns = k8s_jstr2(obj, "metadata", "namespace");
     snprintf(path, sizeof(path), "/apis/%s/namespaces/%s/%s", OP_GROUP_VERSION, ns ? ns : "",
              OP_PLURAL);
     return k8s_send_json(io->client, "POST", path, NULL, obj, 10000, NULL, err);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_jget.h"
 #include "k8s_kinds.h"
 #include "k8s_log.h"
 #include "k8s_mlrun.h"
@@ -82,15 +83,15 @@ static void find_by_status(void *ud, const char *key, const json_t *obj)
 {
     (void)key;
     struct status_scan *s = ud;
-    if (!s->found && is(op_str2(obj, "metadata", "namespace"), s->ns) &&
-        is(op_str2(obj, "status", s->field), s->value))
+    if (!s->found && is(k8s_jstr2(obj, "metadata", "namespace"), s->ns) &&
+        is(k8s_jstr2(obj, "status", s->field), s->value))
         s->found = json_incref((json_t *)obj);
 }
 
 static void set_workload(struct workload *w, const struct k8s_kind *k, json_t *obj)
 {
     *w = (struct workload){k->kind, k->api_version, "", obj, k};
-    snprintf(w->name, sizeof(w->name), "%s", op_str2(obj, "metadata", "name"));
+    snprintf(w->name, sizeof(w->name), "%s", k8s_jstr2(obj, "metadata", "name"));
 }
 
 /* The cached object the pod's selecting label names for workloadRef kind

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_jget.h"
 #include "k8s_log.h"
 #include "k8s_time.h"
 #include "op_parent.h"
@@ -42,8 +43,8 @@ static int put_status(struct op_capture *c, const json_t *obj, json_t *status, c
     int r = c->d.api.put_status(c->d.api.ud, obj, status, &done, err);
     if (r < 0)
         return r;
-    op_runs_wrote(c->runs, key, op_str2(done, "metadata", "uid"),
-                  op_str2(done, "metadata", "resourceVersion"));
+    op_runs_wrote(c->runs, key, k8s_jstr2(done, "metadata", "uid"),
+                  k8s_jstr2(done, "metadata", "resourceVersion"));
     if (ret)
         *ret = done;
     else
@@ -143,7 +144,7 @@ static enum applied confirm(struct apply *x)
 
 static enum applied claim(struct apply *x)
 {
-    int r = op_runs_claim(x->c->runs, x->key, op_str2(x->obj, "metadata", "uid"), x->p->dispatch,
+    int r = op_runs_claim(x->c->runs, x->key, k8s_jstr2(x->obj, "metadata", "uid"), x->p->dispatch,
                           x->a->busy, sizeof(x->a->busy));
     if (r < 0)
         return fail_with(x, r, "out of memory");
@@ -274,14 +275,17 @@ static bool split_key(const char *key, char *ns, size_t nscap, char *name, size_
     return true;
 }
 
-/* The object to act on: the cache's, unless our last write is newer. */
+/* The object to act on: the cache's, unless our last write is newer, or
+ * it is a Failed parent whose spec changed (the cache keeps no more of a
+ * finished one than settled() does). */
 static int current(struct op_capture *c, const char *key, const char *ns, const char *name,
                    bool fresh, json_t **ret, struct k8s_error *err)
 {
     json_t *stored = k8s_store_get(c->d.conns, ns, name);
     json_t *obj = stored ? op_capture_unpack(stored) : NULL;
     k8s_store_release(stored);
-    if (fresh || op_runs_stale(c->runs, key, op_str2(obj, "metadata", "resourceVersion"))) {
+    if (fresh || op_runs_stale(c->runs, key, k8s_jstr2(obj, "metadata", "resourceVersion")) ||
+        (op_parent_is(obj) && op_parent_revived(obj))) {
         k8s_store_release(obj); /* the cache's own when it was not packed */
         obj = NULL;
         int rc = c->d.api.get(c->d.api.ud, ns, name, &obj, err);
@@ -294,10 +298,12 @@ static int current(struct op_capture *c, const char *key, const char *ns, const 
 
 #define PACKED "mldiagnostics.packed" /* never a member of a real resource */
 
-/* What a terminal resource's reconcile reads: its key, uid and version,
- * and that it is over. */
+/* What a terminal resource's reconcile reads: its key, uid, version and
+ * generation, that it is over, and whether it is a parent (spec.schedule:
+ * a Failed parent whose spec changed is validated again). */
 static const char *const settled_meta[] = {
-    "name", "namespace", "uid", "resourceVersion", "ownerReferences", NULL};
+    "name", "namespace", "uid", "resourceVersion", "generation", "ownerReferences", NULL};
+static const char *const settled_spec[] = {"schedule", NULL};
 static const char *const settled_status[] = {"phase", "observedGeneration", NULL};
 
 /* Into a new object: the members of from named in keys, shared. */
@@ -318,9 +324,16 @@ static json_t *settled(const json_t *obj)
 {
     json_t *meta = pick(json_object_get(obj, "metadata"), settled_meta);
     json_t *st = pick(json_object_get(obj, "status"), settled_status);
-    json_t *out = meta && st ? json_pack("{s:O, s:O}", "metadata", meta, "status", st) : NULL;
+    json_t *spec = pick(json_object_get(obj, "spec"), settled_spec);
+    json_t *out =
+        meta && st && spec ? json_pack("{s:O, s:O}", "metadata", meta, "status", st) : NULL;
+    if (out && json_object_size(spec) && json_object_set(out, "spec", spec) < 0) {
+        json_decref(out);
+        out = NULL;
+    }
     json_decref(meta);
     json_decref(st);
+    json_decref(spec);
     return out;
 }
 
@@ -351,7 +364,7 @@ static json_t *packed(const json_t *obj)
 
 json_t *op_capture_trim(json_t *obj)
 {
-    const char *phase = op_str2(obj, "status", "phase");
+    const char *phase = k8s_jstr2(obj, "status", "phase");
     if (op_phase_terminal(phase))
         return settled(obj);
     if (phase && !strcmp(phase, "Running"))
@@ -441,9 +454,9 @@ int op_capture_new(const struct op_capture_deps *deps, struct op_capture **ret)
 static char **status_pods(const json_t *obj, size_t *ret_n)
 {
     const json_t *hosts = json_object_get(json_object_get(obj, "status"), "hosts");
-    const char *pns = op_str2(json_object_get(obj, "spec"), "triggerCapture", "podNamespace");
-    const char *ns = pns && *pns ? pns : op_str2(obj, "metadata", "namespace");
-    const char *phase = op_str2(obj, "status", "phase");
+    const char *pns = k8s_jstr2(json_object_get(obj, "spec"), "triggerCapture", "podNamespace");
+    const char *ns = pns && *pns ? pns : k8s_jstr2(obj, "metadata", "namespace");
+    const char *phase = k8s_jstr2(obj, "status", "phase");
     size_t n = json_array_size(hosts), k = 0, i;
     char **pods = n && ns && phase && !strcmp(phase, "Running") ? calloc(n, sizeof(*pods)) : NULL;
     json_t *h;
@@ -464,7 +477,7 @@ static void adopt_one(void *ud, const char *key, const json_t *stored)
     json_t *obj = op_capture_unpack(stored);
     char **pods = status_pods(obj, &n);
     if (pods)
-        op_runs_adopt(c->runs, key, op_str2(obj, "metadata", "uid"), pods, n);
+        op_runs_adopt(c->runs, key, k8s_jstr2(obj, "metadata", "uid"), pods, n);
     k8s_store_release(obj); /* the cache's own when it was not packed */
 }
 

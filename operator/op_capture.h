@@ -99,10 +99,12 @@ size_t op_capture_live(struct op_capture *c);
 
 /* The connections cache's transform (k8s_store_set_transform), so that
  * 5,000 resources created at once fit DESIGN §6's 32 MiB:
- *   terminal (never reconciled again): only metadata.name, namespace, uid
- *     and resourceVersion and status.phase and observedGeneration (a
- *     failed resource's tree was ~8 KiB; a 1,536-host capture's
- *     status.hosts ~1.5 MiB);
+ *   terminal (never reconciled again, but for a Failed parent whose spec
+ *     changed, then read whole from the API server): only metadata.name,
+ *     namespace, uid, resourceVersion, generation and ownerReferences,
+ *     status.phase and observedGeneration, and spec.schedule (a failed
+ *     resource's tree was ~8 KiB; a 1,536-host capture's status.hosts
+ *     ~1.5 MiB);
  *   Running (a few at a time, read on every host's answer): whole;
  *   new or Pending: packed, its whole form as compact JSON text (a seventh
  *     of jansson's tree) beside metadata.name, namespace, uid and

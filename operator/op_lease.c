@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_jget.h"
 #include "k8s_time.h"
 
 #define SEC K8S_NSEC_PER_SEC
@@ -108,8 +109,7 @@ static void release(struct op_lease *l)
     json_t *cur = NULL;
     if (k8s_get_json(l->c, l->path, NULL, 5000, &cur, &err) < 0)
         return;
-    const char *holder =
-        json_string_value(json_object_get(json_object_get(cur, "spec"), "holderIdentity"));
+    const char *holder = k8s_jstr2(cur, "spec", "holderIdentity");
     if (holder && !strcmp(holder, l->identity)) {
         json_object_set_new(cur, "spec", our_spec(l, json_object_get(cur, "spec"), true));
         if (k8s_send_json(l->c, "PUT", l->path, NULL, cur, 5000, NULL, &err) < 0) {

@@ -6,8 +6,11 @@
  * through op_api: create the owed child (one that exists already counts
  * as created), delete the children beyond the history limits, write the
  * parent's status, post a "Scheduled" Event. An invalid schedule or
- * template fails the parent (phase Failed, reason InvalidSpec), which then
- * is never reconciled again until its spec changes.
+ * template fails the parent (phase Failed, reason InvalidSpec, its
+ * generation as status.observedGeneration), which then rests until its
+ * spec changes: a Failed parent of a newer generation is validated again,
+ * and when it is valid now its phase, completionTime and message are
+ * cleared and its schedule resumes (op_parent_revived says when).
  *
  * Thread-safety: as op_capture (never two reconciles of one key at once).
  * Ownership: every argument is borrowed.
@@ -34,6 +37,11 @@ struct op_parent_deps {
 
 /* Is obj (a connection) a parent: has it spec.schedule? */
 bool op_parent_is(const json_t *obj);
+
+/* Is obj Failed at an older generation than its own (its spec changed
+ * since it failed)? Reads metadata.generation and status.phase and
+ * observedGeneration only, as the cache keeps them for a finished one. */
+bool op_parent_revived(const json_t *obj);
 
 /* Reconcile the parent obj ("namespace/name" key). K8S_REQUEUE_AFTER with
  * *after_ns until the next tick; K8S_RETRY with err. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_jget.h"
 #include "k8s_time.h"
 #include "op_proto.h"
 #include "op_status.h"
@@ -218,7 +219,7 @@ static void finish(const struct op_plan_in *in, struct op_plan *p)
     p->event.outcome = ok ? OP_OUT_SUCCEEDED : OP_OUT_FAILED;
     p->event.observe_rpcs = true;
     time_t started = 0;
-    const char *st_time = op_str2(in->obj, "status", "startTime");
+    const char *st_time = k8s_jstr2(in->obj, "status", "startTime");
     if (st_time && k8s_time_parse_rfc3339(st_time, &started) == 0)
         p->event.duration_ns = (int64_t)(now_s(in) - started) * SEC;
     say(p, ok ? "Normal" : "Warning", ok ? "Succeeded" : "Failed", ok ? "Succeeded" : "Failed",
@@ -257,8 +258,8 @@ static void write_pending(const struct op_plan_in *in, struct op_plan *p, const 
                           bool ready)
 {
     const json_t *obj = in->obj;
-    const char *was = op_str2(obj, "status", "message");
-    const char *phase = op_str2(obj, "status", "phase");
+    const char *was = k8s_jstr2(obj, "status", "message");
+    const char *phase = k8s_jstr2(obj, "status", "phase");
     bool was_pending = phase && !strcmp(phase, "Pending");
     if (was && !strcmp(was, msg) && was_pending)
         return; /* nothing new to say */
@@ -507,7 +508,7 @@ static void resume(const struct op_plan_in *in, struct op_plan *p)
 /* The resource exists, and the record (if any) is about it. */
 static void decide_live(const struct op_plan_in *in, struct op_plan *p)
 {
-    const char *phase = op_str2(in->obj, "status", "phase");
+    const char *phase = k8s_jstr2(in->obj, "status", "phase");
     enum op_run_state run = in->run.state;
     if (op_phase_terminal(phase)) {
         if (run == OP_RUN_NONE) /* terminal resources are not re-run */

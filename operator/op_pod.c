@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_jget.h"
 #include "k8s_mlrun.h"
 #include "k8s_names.h"
 
@@ -28,7 +29,7 @@ enum {
 
 static const char *at(const json_t *o, const char *a, const char *b)
 {
-    const char *v = json_string_value(json_object_get(json_object_get(o, a), b));
+    const char *v = k8s_jstr2(o, a, b);
     return v ? v : "";
 }
 

@@ -4,16 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_jget.h"
 #include "k8s_time.h"
 
 #define F        "spec."
 #define GV       "diagon.gke.io/v1alpha1"
 #define MAX_NAME 242 /* a parent's name: room for "-" and a unix minute */
-
-static const char *str2(const json_t *o, const char *a, const char *b)
-{
-    return json_string_value(json_object_get(json_object_get(o, a), b));
-}
 
 /* An optional non-negative integer of spec; def when absent. */
 static int count(const json_t *spec, const char *name, int64_t def, int64_t *ret,
@@ -39,7 +35,7 @@ int op_schedule_parse(const json_t *obj, struct op_schedule *ret, struct k8s_err
         *ret = s;
         return 0;
     }
-    const char *name = str2(obj, "metadata", "name"), *policy;
+    const char *name = k8s_jstr2(obj, "metadata", "name"), *policy;
     const json_t *susp = json_object_get(spec, "suspend");
     if (!json_is_string(text))
         return k8s_error_set(reterr, -K8S_EINVAL, F "schedule: must be a string");
@@ -178,7 +174,8 @@ static void tick(const struct op_schedule_in *in, const char *pname, json_t *act
 {
     int64_t owed = op_cron_last(
         &in->sched->cron,
-        *last >= 0 ? *last : time_of(str2(in->parent, "metadata", "creationTimestamp")), in->now_s);
+        *last >= 0 ? *last : time_of(k8s_jstr2(in->parent, "metadata", "creationTimestamp")),
+        in->now_s);
     char name[300], when[21];
     if (owed < 0)
         return;
@@ -224,8 +221,8 @@ static json_t *status_of(const json_t *parent, int64_t last, json_t *active, con
 int op_schedule_decide(const struct op_schedule_in *in, struct op_schedule_plan *out)
 {
     struct op_schedule_plan p = {.after_s = -1};
-    const char *pname = str2(in->parent, "metadata", "name"), *busy = NULL;
-    int64_t last = time_of(str2(in->parent, "status", "lastScheduleTime"));
+    const char *pname = k8s_jstr2(in->parent, "metadata", "name"), *busy = NULL;
+    int64_t last = time_of(k8s_jstr2(in->parent, "status", "lastScheduleTime"));
     char msg[400] = "suspended: no new captures", when[21];
     json_t *active = active_of(in, &busy);
     if (!active || !pname || history(in, pname, &p) < 0) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_jget.h"
 #include "k8s_time.h"
 #include "op_proto.h"
 
@@ -368,8 +369,7 @@ int op_spec_parse(const json_t *obj, const struct op_spec_limits *lim, struct op
 {
     const json_t *spec = json_object_get(obj, "spec");
     const json_t *tc = json_object_get(spec, "triggerCapture");
-    const char *own =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    const char *own = k8s_jstr2(obj, "metadata", "namespace");
     if (!json_is_object(spec))
         return k8s_error_set(reterr, -K8S_EINVAL, "spec: required");
     if (!json_is_object(tc))

@@ -3,14 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "k8s_jget.h"
 #include "k8s_time.h"
 
 #define BASE "/apis/" OP_GROUP_VERSION "/namespaces/%s/" OP_PLURAL "/%s"
-
-const char *op_str2(const json_t *obj, const char *a, const char *b)
-{
-    return json_string_value(json_object_get(json_object_get(obj, a), b));
-}
 
 static json_t *find_condition(const json_t *status, const char *type)
 {
@@ -69,8 +65,8 @@ time_t op_condition_since(const json_t *status, const char *type, const char *cs
 int op_status_put(struct k8s_client *c, const json_t *obj, json_t *status, json_t **ret,
                   struct k8s_error *reterr)
 {
-    const char *ns = op_str2(obj, "metadata", "namespace");
-    const char *name = op_str2(obj, "metadata", "name");
+    const char *ns = k8s_jstr2(obj, "metadata", "namespace");
+    const char *name = k8s_jstr2(obj, "metadata", "name");
     char path[600];
     if (!ns || !name || !status) {
         json_decref(status);

@@ -38,7 +38,4 @@ int op_status_put(struct k8s_client *c, const json_t *obj, json_t *status, json_
 int op_status_get(struct k8s_client *c, const char *ns, const char *name, json_t **ret,
                   struct k8s_error *reterr) K8S_MUST_CHECK;
 
-/* A string member of obj.a.b (NULL when absent). */
-const char *op_str2(const json_t *obj, const char *a, const char *b);
-
 #endif

@@ -1,5 +1,6 @@
 #include "op_targets.h"
 
+#include "k8s_jget.h"
 #include "op_pod.h"
 
 #include <stdio.h>
@@ -7,11 +8,6 @@
 #include <string.h>
 
 #define LIST_MAX 10 /* pods named in a message */
-
-static const char *str_at(const json_t *obj, const char *a, const char *b)
-{
-    return json_string_value(json_object_get(json_object_get(obj, a), b));
-}
 
 void op_targets_done(struct op_targets *t)
 {
@@ -164,7 +160,7 @@ static void workload_pods(const struct op_spec *s, const struct op_stores *st, s
     }
     struct by_label q = {.ns = s->pod_namespace, .value = s->ref_name, .label = k->pods_by, .f = f};
     if (k->pods_by_status)
-        q.value = str_at(w, "status", k->pods_by_status);
+        q.value = k8s_jstr2(w, "status", k->pods_by_status);
     if (!q.value || !*q.value) {
         t->state = OP_TARGETS_WAIT;
         snprintf(t->why, sizeof(t->why), "%s %s/%s has no %s yet", k->kind, s->pod_namespace,

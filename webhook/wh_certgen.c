@@ -9,6 +9,7 @@
 #include "k8s_codec.h"
 #include "k8s_config.h"
 #include "k8s_flags.h"
+#include "k8s_jget.h"
 #include "k8s_log.h"
 #include "k8s_time.h"
 
@@ -207,8 +208,7 @@ static bool calls_service(json_t *hook, const struct wh_certgen_opts *o)
 /* The entry's current caBundle already trusts ca_pem. */
 static bool trusts(json_t *hook, const char *ca_pem)
 {
-    const char *b64 =
-        json_string_value(json_object_get(json_object_get(hook, "clientConfig"), "caBundle"));
+    const char *b64 = k8s_jstr2(hook, "clientConfig", "caBundle");
     size_t n = 0;
     char *pem = b64 ? (char *)k8s_base64_decode(b64, strlen(b64), &n) : NULL;
     bool yes = pem && strstr(pem, ca_pem);
@@ -225,8 +225,7 @@ static bool trusts(json_t *hook, const char *ca_pem)
  * Secret but failed before patching. New base64 string; NULL on OOM. */
 static json_t *merged_bundle(json_t *hook, const char *bundle, time_t now)
 {
-    const char *b64 =
-        json_string_value(json_object_get(json_object_get(hook, "clientConfig"), "caBundle"));
+    const char *b64 = k8s_jstr2(hook, "clientConfig", "caBundle");
     size_t n = 0;
     char *cur = b64 ? (char *)k8s_base64_decode(b64, strlen(b64), &n) : NULL;
     struct k8s_buf out;

@@ -7,6 +7,7 @@
 
 #include "k8s_client.h"
 #include "k8s_codec.h"
+#include "k8s_jget.h"
 
 #define PEM_BEGIN "-----BEGIN CERTIFICATE-----"
 
@@ -49,7 +50,7 @@ int wh_probe_target(const json_t *hook, char *origin, size_t origin_cap, char *p
 
 json_t *wh_probe_review(const json_t *pod, const char *ns)
 {
-    const char *name = json_string_value(json_object_get(json_object_get(pod, "metadata"), "name"));
+    const char *name = k8s_jstr2(pod, "metadata", "name");
     return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s},"
                      " s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:O, s:n, s:b, s:{s:s, s:s, s:[s]}}}",
                      "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request",
@@ -66,8 +67,7 @@ json_t *wh_probe_review(const json_t *pod, const char *ns)
 static int ca_bundle(const json_t *hook, char **pem, size_t *len, int *certs,
                      struct k8s_error *reterr)
 {
-    const char *b64 =
-        json_string_value(json_object_get(json_object_get(hook, "clientConfig"), "caBundle"));
+    const char *b64 = k8s_jstr2(hook, "clientConfig", "caBundle");
     *pem = NULL;
     *len = 0;
     *certs = 0;
@@ -112,7 +112,7 @@ static void judge(const struct k8s_resp *resp, struct wh_probe_result *ret)
     json_t *doc = json_loadb(resp->body, resp->len, 0, NULL);
     const json_t *r = json_object_get(doc, "response");
     const json_t *patch = json_object_get(r, "patch");
-    const char *msg = json_string_value(json_object_get(json_object_get(r, "status"), "message"));
+    const char *msg = k8s_jstr2(r, "status", "message");
     const char *warn = json_string_value(json_array_get(json_object_get(r, "warnings"), 0));
     if (!json_is_object(r)) {
         ret->verdict = WH_PROBE_BAD_ANSWER;

@@ -10,17 +10,13 @@
 #include <unistd.h>
 
 #include "k8s_buf.h"
+#include "k8s_jget.h"
 
 #define MAX_ARGS   64
 #define MAX_ENV    64
 #define MAX_OUTPUT (1 << 20)
 
 extern char **environ;
-
-static const char *str(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
 
 void k8s_execcred_done(struct k8s_execcred *c)
 {
@@ -62,10 +58,10 @@ static int environment(const json_t *exec, const char *api, char **envp, char **
     json_t *v;
     json_array_foreach(json_object_get(exec, "env"), i, v)
     {
-        if (i >= MAX_ENV || !str(v, "name"))
+        if (i >= MAX_ENV || !k8s_jstr(v, "name"))
             break;
-        if (asprintf(&owned[*n_owned], "%s=%s", str(v, "name"),
-                     str(v, "value") ? str(v, "value") : "") < 0)
+        if (asprintf(&owned[*n_owned], "%s=%s", k8s_jstr(v, "name"),
+                     k8s_jstr(v, "value") ? k8s_jstr(v, "value") : "") < 0)
             return -K8S_ENOMEM;
         envp[n++] = owned[(*n_owned)++];
     }
@@ -115,10 +111,10 @@ static int take(const char *kubeconfig, const char *cmd, const char *text, size_
 {
     json_t *o = json_loadb(text, len, 0, NULL);
     const json_t *st = json_object_get(o, "status");
-    const char *token = str(st, "token"), *cert = str(st, "clientCertificateData"),
-               *key = str(st, "clientKeyData");
+    const char *token = k8s_jstr(st, "token"), *cert = k8s_jstr(st, "clientCertificateData"),
+               *key = k8s_jstr(st, "clientKeyData");
     int r = 0;
-    if (!o || strcmp(str(o, "kind") ? str(o, "kind") : "", "ExecCredential"))
+    if (!o || strcmp(k8s_jstr(o, "kind") ? k8s_jstr(o, "kind") : "", "ExecCredential"))
         r = k8s_error_set(reterr, -K8S_EINVAL,
                           "%s: exec plugin %s: its output is not an ExecCredential", kubeconfig,
                           cmd);
@@ -158,13 +154,13 @@ static int run(const char *kubeconfig, const json_t *exec, const char *cmd, cons
         r = k8s_error_set(reterr, -K8S_ENOMEM, "out of memory");
     else if (spawn(argv, envp, &out, &status) < 0)
         r = k8s_error_set(reterr, -K8S_EIO, "%s: exec plugin %s: cannot run it: %s%s%s", kubeconfig,
-                          cmd, strerror(errno), str(exec, "installHint") ? "; " : "",
-                          str(exec, "installHint") ? str(exec, "installHint") : "");
+                          cmd, strerror(errno), k8s_jstr(exec, "installHint") ? "; " : "",
+                          k8s_jstr(exec, "installHint") ? k8s_jstr(exec, "installHint") : "");
     else if (!WIFEXITED(status) || WEXITSTATUS(status))
         r = k8s_error_set(reterr, -K8S_EIO, "%s: exec plugin %s exited with status %d%s%s",
                           kubeconfig, cmd, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                          str(exec, "installHint") ? ": " : "",
-                          str(exec, "installHint") ? str(exec, "installHint") : "");
+                          k8s_jstr(exec, "installHint") ? ": " : "",
+                          k8s_jstr(exec, "installHint") ? k8s_jstr(exec, "installHint") : "");
     else
         r = take(kubeconfig, cmd, out.data ? out.data : "", out.len, c, reterr);
     k8s_buf_done(&out);
@@ -177,7 +173,7 @@ static int run(const char *kubeconfig, const json_t *exec, const char *cmd, cons
 int k8s_execcred_run(const char *kubeconfig, const json_t *exec, struct k8s_execcred *ret,
                      struct k8s_error *reterr)
 {
-    const char *cmd = str(exec, "command"), *api = str(exec, "apiVersion");
+    const char *cmd = k8s_jstr(exec, "command"), *api = k8s_jstr(exec, "apiVersion");
     struct k8s_execcred c = {0};
     if (!cmd || !*cmd)
         return k8s_error_set(reterr, -K8S_EINVAL, "%s: the user's exec has no command", kubeconfig);

@@ -8,6 +8,7 @@
 
 #include "k8s_buf.h"
 #include "k8s_curl.h"
+#include "k8s_jget.h"
 #include "k8s_time.h"
 
 #define PAGE             500
@@ -70,8 +71,7 @@ int k8s_watch_decode(const char *line, size_t len, const struct k8s_json_filter 
         return k8s_watch_decode(line, len, NULL, ret, reterr);
     }
     struct k8s_watch_event out = {.type = wire_types[i].type, .object = json_incref(obj)};
-    const char *rv =
-        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    const char *rv = k8s_jstr2(obj, "metadata", "resourceVersion");
     snprintf(out.rv, sizeof(out.rv), "%s", rv ? rv : "");
     if (out.type == K8S_WIRE_ERROR)
         out.code = (int)json_integer_value(json_object_get(obj, "code"));

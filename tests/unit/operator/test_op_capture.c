@@ -32,6 +32,26 @@ Test(capture_trim, terminal_resources_keep_their_identity_and_phase)
     }
 }
 
+/* A finished parent keeps its schedule and its generation too: a Failed
+ * one whose spec changes is validated again (op_parent_revived). */
+Test(capture_trim, a_finished_parent_keeps_its_schedule_and_generation)
+{
+    json_t *obj = json_pack("{s:{s:s, s:s, s:i}, s:{s:s, s:{}}, s:{s:s, s:s, s:i}}", "metadata",
+                            "name", "p", "namespace", "ml", "generation", 2, "spec", "schedule",
+                            "@hourly", "triggerCapture", "status", "phase", "Failed", "message",
+                            "bad", "observedGeneration", 1);
+    json_t *kept = op_capture_trim(obj);
+    json_t *want = json_pack("{s:{s:s, s:s, s:i}, s:{s:s}, s:{s:s, s:i}}", "metadata", "name", "p",
+                             "namespace", "ml", "generation", 2, "spec", "schedule", "@hourly",
+                             "status", "phase", "Failed", "observedGeneration", 1);
+    char *got = json_dumps(kept, JSON_COMPACT);
+    cr_expect(json_equal(kept, want), "kept %s", got);
+    free(got);
+    json_decref(want);
+    json_decref(kept);
+    json_decref(obj);
+}
+
 Test(capture_trim, running_resources_are_kept_whole)
 {
     json_t *obj = conn("Running");
@@ -90,6 +110,7 @@ Test(capture_trim, new_and_pending_resources_are_packed_and_unpack_whole)
 #include <string.h>
 
 #include "k8s_buf.h"
+#include "k8s_jget.h"
 #include "k8s_time.h"
 #include "op_pod.h"
 #include "op_proto.h"
@@ -152,7 +173,7 @@ static int fake_put(void *ud, const json_t *obj, json_t *status, json_t **ret,
     k8s_store_key(obj, key, sizeof(key));
     pthread_mutex_lock(&w.lock);
     json_t *cur = json_object_get(w.objs, key);
-    const char *rv = op_str2(obj, "metadata", "resourceVersion");
+    const char *rv = k8s_jstr2(obj, "metadata", "resourceVersion");
     int r = 0;
     json_t *cached = NULL;
     const char *phase = json_string_value(json_object_get(status, "phase"));
@@ -161,7 +182,8 @@ static int fake_put(void *ud, const json_t *obj, json_t *status, json_t **ret,
     } else if (w.running_failures > 0 && phase && !strcmp(phase, "Running")) {
         w.running_failures--;
         r = k8s_error_set(err, -K8S_EIO, "the API server is away");
-    } else if (w.conflicts > 0 || !rv || strcmp(rv, op_str2(cur, "metadata", "resourceVersion"))) {
+    } else if (w.conflicts > 0 || !rv ||
+               strcmp(rv, k8s_jstr2(cur, "metadata", "resourceVersion"))) {
         if (w.conflicts > 0) { /* another writer got there first */
             w.conflicts--;
             json_object_set_new(json_object_get(cur, "metadata"), "resourceVersion",
@@ -229,7 +251,7 @@ static int fake_event(void *ud, const json_t *obj, const char *type, const char 
     (void)ud, (void)err;
     pthread_mutex_lock(&w.lock);
     json_array_append_new(w.events, json_pack("{s:s, s:s, s:s, s:s}", "object",
-                                              op_str2(obj, "metadata", "name"), "type", type,
+                                              k8s_jstr2(obj, "metadata", "name"), "type", type,
                                               "reason", reason, "message", msg));
     pthread_mutex_unlock(&w.lock);
     return 0;
@@ -690,6 +712,48 @@ Test(capture, a_schedule_creates_one_child_per_tick)
     cr_assert_eq(rec(c, child), K8S_DONE);
     cr_assert_str_eq(phase_of(child), "Running", "the child captures");
     cr_assert_eq(events_with("Scheduled"), 1);
+    crash(c);
+}
+
+/* A parent whose schedule is invalid fails (InvalidSpec) and rests; once
+ * its spec is fixed (a newer generation) it is validated again, its
+ * failure cleared, and its schedule runs. */
+Test(capture, a_failed_parent_resumes_when_its_spec_is_fixed)
+{
+    char when[21];
+    k8s_time_rfc3339((time_t)(NOW / K8S_NSEC_PER_SEC) - 70, when);
+    create_with("nightly", "p-0", NULL, json_pack("{s:s}", "schedule", "61 * * * *"));
+    pthread_mutex_lock(&w.lock);
+    json_t *o = json_object_get(w.objs, "ml/nightly");
+    json_object_set_new(json_object_get(o, "metadata"), "creationTimestamp", json_string(when));
+    json_object_set_new(json_object_get(o, "metadata"), "generation", json_integer(1));
+    k8s_store_put_new(w.conns, json_deep_copy(o));
+    pthread_mutex_unlock(&w.lock);
+    struct op_capture *c = start();
+    int64_t after;
+    struct k8s_error err = {0};
+    cr_assert_eq(op_capture_reconcile(c, "ml/nightly", &after, &err), K8S_DONE, "%s", err.message);
+    cr_assert_str_eq(phase_of("ml/nightly"), "Failed");
+    cr_assert_eq(events_with("InvalidSpec"), 1);
+    cr_assert_eq(op_capture_reconcile(c, "ml/nightly", &after, &err), K8S_DONE);
+    cr_assert_eq(events_with("InvalidSpec"), 1, "a failed parent rests while its spec stays");
+    /* kubectl edit: the schedule fixed, the generation bumped */
+    pthread_mutex_lock(&w.lock);
+    o = json_object_get(w.objs, "ml/nightly");
+    json_object_set_new(json_object_get(o, "spec"), "schedule", json_string("* * * * *"));
+    json_object_set_new(json_object_get(o, "metadata"), "generation", json_integer(2));
+    json_object_set_new(json_object_get(o, "metadata"), "resourceVersion",
+                        json_sprintf("%d", ++w.rv));
+    k8s_store_put_new(w.conns, json_deep_copy(o));
+    pthread_mutex_unlock(&w.lock);
+    cr_assert_eq(op_capture_reconcile(c, "ml/nightly", &after, &err), K8S_REQUEUE_AFTER, "%s",
+                 err.message);
+    cr_assert_eq(w.created, 1, "the schedule runs");
+    cr_assert_null(status_str("ml/nightly", "phase"), "the failure is cleared");
+    cr_assert_null(status_str("ml/nightly", "completionTime"));
+    cr_assert_not_null(status_str("ml/nightly", "lastScheduleTime"));
+    cr_assert_eq(op_capture_reconcile(c, "ml/nightly", &after, &err), K8S_REQUEUE_AFTER);
+    cr_assert_eq(w.created, 1, "one child per tick");
     crash(c);
 }
 

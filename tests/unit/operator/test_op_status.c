@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "k8s_client.h"
+#include "k8s_jget.h"
 #include "k8s_time.h"
 #include "op_status.h"
 
@@ -150,10 +151,10 @@ Test(op_status, a_condition_list_that_is_not_an_array_is_replaced)
 Test(op_status, str2_reads_a_nested_string_or_null)
 {
     json_t *o = resource();
-    cr_assert_str_eq(op_str2(o, "metadata", "name"), "cap");
-    cr_assert_null(op_str2(o, "metadata", "uid"));
-    cr_assert_null(op_str2(o, "spec", "triggerCapture"), "not a string");
-    cr_assert_null(op_str2(NULL, "a", "b"));
+    cr_assert_str_eq(k8s_jstr2(o, "metadata", "name"), "cap");
+    cr_assert_null(k8s_jstr2(o, "metadata", "uid"));
+    cr_assert_null(k8s_jstr2(o, "spec", "triggerCapture"), "not a string");
+    cr_assert_null(k8s_jstr2(NULL, "a", "b"));
     json_decref(o);
 }
 
@@ -170,13 +171,13 @@ Test(op_status_api, put_replaces_the_status_with_the_objects_resource_version)
     cr_assert_str_eq(sv.method, "PUT");
     cr_assert_str_eq(sv.url, "/apis/diagon.gke.io/v1alpha1/namespaces/ml/"
                              "mldiagnosticsconnections/cap/status");
-    cr_assert_str_eq(op_str2(sv.body, "status", "phase"), "Running");
-    cr_assert_str_eq(op_str2(sv.body, "metadata", "resourceVersion"), "7", "the precondition");
+    cr_assert_str_eq(k8s_jstr2(sv.body, "status", "phase"), "Running");
+    cr_assert_str_eq(k8s_jstr2(sv.body, "metadata", "resourceVersion"), "7", "the precondition");
     cr_assert_str_eq(json_string_value(json_object_get(sv.body, "apiVersion")), OP_GROUP_VERSION);
     cr_assert_str_eq(json_string_value(json_object_get(sv.body, "kind")), OP_KIND);
     cr_assert_not_null(json_object_get(sv.body, "spec"), "the rest of the object is sent");
-    cr_assert_str_eq(op_str2(done, "metadata", "resourceVersion"), "8", "the server's answer");
-    cr_assert_str_eq(op_str2(o, "status", "phase"), "Pending", "obj is borrowed, untouched");
+    cr_assert_str_eq(k8s_jstr2(done, "metadata", "resourceVersion"), "8", "the server's answer");
+    cr_assert_str_eq(k8s_jstr2(o, "status", "phase"), "Pending", "obj is borrowed, untouched");
     json_decref(done);
     json_decref(o);
 }
@@ -210,7 +211,7 @@ Test(op_status_api, get_reads_the_resource_and_maps_404)
     cr_assert_str_eq(sv.method, "GET");
     cr_assert_str_eq(sv.url,
                      "/apis/diagon.gke.io/v1alpha1/namespaces/ml/mldiagnosticsconnections/cap");
-    cr_assert_str_eq(op_str2(o, "metadata", "name"), "cap");
+    cr_assert_str_eq(k8s_jstr2(o, "metadata", "name"), "cap");
     json_decref(o);
     sv.answer = 404;
     o = NULL;
