@@ -8,6 +8,7 @@ kubectl and the controllers do) and is injected. Named test_zzz_ so it runs last
 restarted API server refuses requests (403) until its RBAC informers have synced, which
 test_zz_rbac would count against the charts, and the tier's process node can be slow to
 start pods again after an outage."""
+import http.client
 import json
 import os
 import threading
@@ -43,12 +44,13 @@ def tearDownModule():
 
 class Outages(E2ETest):
     def retrying(self, fn, what, timeout=180):
-        """fn() until it works: the API server may be away (refused, reset, 5xx, timeout)."""
+        """fn() until it works: the API server may be away (refused, reset, 5xx, timeout,
+        or killed in the middle of its answer: http.client's IncompleteRead)."""
         deadline = time.time() + timeout
         while True:
             try:
                 return fn()
-            except (OSError, kubeapi.ApiError) as e:
+            except (OSError, http.client.HTTPException, kubeapi.ApiError) as e:
                 if isinstance(e, kubeapi.ApiError) and e.code < 500 and e.code != 429:
                     raise
                 if time.time() > deadline:
