@@ -128,7 +128,7 @@ def cases():
 
 def api_cost(cs, out_dir):
     """{name: {"ours": µs, "per-element": µs}} from patchcost, or (None, why)."""
-    exe = os.path.join(out_dir, "patchcost")
+    exe = os.path.join(os.path.abspath(out_dir), "patchcost")
     env = dict(os.environ, GOFLAGS="-mod=mod")
     try:
         subprocess.run([GO, "build", "-p", "2", "-o", exe, "."], cwd=os.path.join(HERE, "patchcost"),
