@@ -166,15 +166,38 @@ class Schedules(Captures):
     """spec.schedule against the real profilers and the real garbage collector:
     one capture per minute, owned by its schedule."""
 
-    def schedule(self, name, pod, storage, **fields):
+    def schedule(self, name, pod, storage, duration=2, **fields):
         ns = self.target_ns()
         self.api.create({"apiVersion": "diagon.gke.io/v1alpha1",
                          "kind": "MLDiagnosticsConnection", "metadata": {"name": name},
                          "spec": {"schedule": "* * * * *", **fields, "triggerCapture": {
                              "profiler": "google_cloud_mldiagnostics", "podNamespace": ns,
-                             "capturePort": 9999, "durationSeconds": 2,
+                             "capturePort": 9999, "durationSeconds": duration,
                              "podName": pod["metadata"]["name"], "storageLocation": storage}}}, ns)
         return kubeapi.path_for("MLDiagnosticsConnection", ns, name)
+
+    def test_a_failed_schedule_resumes_once_its_spec_is_fixed(self):
+        """A spec the operator refuses (a duration above its
+        --max-capture-duration, which the CRD cannot know) fails the schedule;
+        kubectl patch fixes it (a new generation) and the schedule runs."""
+        ns, storage = self.target_ns(), os.path.join(JAX["storage"], "schedule-fixed")
+        path = self.schedule("fixed-later", JAX["pods"][1], storage, duration=7200)
+        failed = self.api.wait(path, lambda o: o.get("status", {}).get("phase") == "Failed", 60,
+                               what="the refused schedule Failed")
+        self.assertIn("--max-capture-duration", failed["status"]["message"])
+        self.assertEqual(failed["status"]["observedGeneration"], failed["metadata"]["generation"])
+        self.kubectl("patch", "mldc", "fixed-later", "-n", ns, "--type=merge",
+                     "-p", '{"spec": {"triggerCapture": {"durationSeconds": 2}}}')
+        o = self.api.wait(path, lambda o: o.get("status", {}).get("lastScheduleTime"), 90,
+                          what="the fixed schedule's first tick")
+        self.kubectl("patch", "mldc", "fixed-later", "-n", ns, "--type=merge",
+                     "-p", '{"spec": {"suspend": true}}')
+        self.assertNotIn("phase", o["status"], "the failure is cleared")
+        self.assertNotIn("completionTime", o["status"])
+        (child,) = self.children("fixed-later")
+        done = self.wait_phase(child["metadata"]["name"], ("Succeeded", "Failed"))
+        self.assert_profiles(done, storage, ["%s_9999" % JAX["pods"][1]["status"]["podIP"]])
+        self.api.delete(path)
 
     def children(self, parent):
         return [o for o in self.api.list(kubeapi.path_for("MLDiagnosticsConnection",
