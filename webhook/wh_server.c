@@ -188,21 +188,21 @@ static enum MHD_Result answer(struct MHD_Connection *c, struct wh_server *s, int
     return queue(c, status, body, len, ctype, draining(s));
 }
 
-/* The transport alone (deps.canned): the same copy and queueing as an
- * admission's answer, without the admission. */
-static enum MHD_Result serve_canned(struct MHD_Connection *c, struct wh_server *s)
+/* The transport alone (deps.canned): queued as an admission's answer is,
+ * without the admission. */
+static enum MHD_Result serve_canned(struct MHD_Connection *c, struct wh_server *s, struct req *rq)
 {
-    char *body = malloc(s->deps.canned_len ? s->deps.canned_len : 1);
-    if (!body)
+    char *body = NULL;
+    size_t len = 0;
+    if (s->deps.canned(s->deps.canned_ud, k8s_buf_str(&rq->body), rq->body.len, &body, &len) < 0)
         return MHD_NO;
-    memcpy(body, s->deps.canned, s->deps.canned_len);
-    return answer(c, s, 200, body, s->deps.canned_len, "application/json");
+    return answer(c, s, 200, body, len, "application/json");
 }
 
 static enum MHD_Result serve_mutate(struct MHD_Connection *c, struct wh_server *s, struct req *rq)
 {
     if (s->deps.canned)
-        return serve_canned(c, s);
+        return serve_canned(c, s, rq);
     struct wh_admit_result res;
     if (wh_admit(&s->admit, k8s_buf_str(&rq->body), rq->body.len, rq->start_ns, &res) < 0)
         return MHD_NO;

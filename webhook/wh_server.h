@@ -52,11 +52,12 @@ struct wh_server_deps {
     wh_ready_fn ready;
     void *ready_ud;
     /* Bench only (tests/bench/canned_webhook): answer every POST /mutate
-     * with these bytes (copied per response, as an admission's are) after
-     * reading the body, without admitting: the transport alone. NULL in
-     * the product. Borrowed; must outlive the server. */
-    const char *canned;
-    size_t canned_len;
+     * with what this returns for the request's body, without admitting:
+     * the transport alone, or a webhook that costs nothing. It returns 0
+     * and new malloc'd bytes in *ret (the server frees them), or negative
+     * to drop the connection. NULL in the product. */
+    int (*canned)(void *ud, const char *body, size_t len, char **ret, size_t *ret_len);
+    void *canned_ud;
 };
 
 /* Build the server (nothing listens yet). -K8S_ENOMEM. */

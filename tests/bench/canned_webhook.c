@@ -6,6 +6,12 @@
  * server CPU per request into transport and admission; against nginx's
  * canned arm it shows what our TLS + HTTP path costs beyond nginx's.
  *
+ * When RESPONSE.json's uid is the string "$UID", each answer carries the
+ * request's uid in its place (the API server refuses an answer with
+ * another): the review's first "uid" string, which in the API server's
+ * encoding is request.uid. With a patch in it, that is a webhook that
+ * costs nothing (bench_apiserver.py's oracle arms).
+ *
  * Usage: canned_webhook RESPONSE.json [webhook flags: --port, --tls-cert-file, ...]
  * Serves until SIGTERM or SIGINT. Exits 1 when it cannot start, 2 on bad flags.
  */
@@ -13,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "k8s_arena.h"
 #include "k8s_buf.h"
@@ -21,8 +28,57 @@
 #include "wh_server.h"
 #include "wh_tls.h"
 
+#define UID_MARK "\"uid\":\""
+#define UID_HOLE UID_MARK "$UID\""
+
+/* The canned answer, split around its "$UID" when it has one. */
+struct canned {
+    const char *body;
+    size_t len;
+    size_t hole; /* offset of $UID's first byte; len when there is none */
+};
+
+/* The request's uid: the value of the first "uid" key (NULL when none). */
+static const char *request_uid(const char *body, size_t len, size_t *ret_len)
+{
+    const char *p = memmem(body, len, UID_MARK, strlen(UID_MARK));
+    if (!p)
+        return NULL;
+    p += strlen(UID_MARK);
+    const char *q = memchr(p, '"', len - (size_t)(p - body));
+    if (!q)
+        return NULL;
+    *ret_len = (size_t)(q - p);
+    return p;
+}
+
+static int answer(void *ud, const char *body, size_t len, char **ret, size_t *ret_len)
+{
+    const struct canned *c = ud;
+    size_t ulen = 0, tail = c->hole + strlen("$UID");
+    const char *uid = c->hole < c->len ? request_uid(body, len, &ulen) : NULL;
+    size_t n = uid ? c->len - strlen("$UID") + ulen : c->len;
+    char *out = malloc(n ? n : 1);
+    if (!out)
+        return -1;
+    if (!uid) {
+        memcpy(out, c->body, c->len);
+    } else {
+        memcpy(out, c->body, c->hole);
+        memcpy(out + c->hole, uid, ulen);
+        memcpy(out + c->hole + ulen, c->body + tail, c->len - tail);
+    }
+    *ret = out;
+    *ret_len = n;
+    return 0;
+}
+
 static int serve(struct wh_config *cfg, const char *body, size_t len)
 {
+    struct canned canned = {.body = body, .len = len, .hole = len};
+    const char *hole = memmem(body, len, UID_HOLE, strlen(UID_HOLE));
+    if (hole)
+        canned.hole = (size_t)(hole - body) + strlen(UID_MARK);
     struct k8s_error err = {0};
     struct wh_tls *tls = NULL;
     struct k8s_metrics *m = k8s_metrics_new();
@@ -33,7 +89,7 @@ static int serve(struct wh_config *cfg, const char *body, size_t len)
         return 1;
     }
     struct wh_server_deps deps = {
-        .cfg = cfg, .tls = tls, .metrics = m, .canned = body, .canned_len = len};
+        .cfg = cfg, .tls = tls, .metrics = m, .canned = answer, .canned_ud = &canned};
     int rc = 0;
     if (wh_server_new(&deps, &srv) < 0 || wh_server_start(srv, &err) < 0) {
         fprintf(stderr, "canned_webhook: cannot start: %s\n", err.message);

@@ -76,8 +76,12 @@ func main() {
 	wg.Wait()
 	secs := time.Since(start).Seconds()
 	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
+	all := make([]float64, len(lat))
+	for i, d := range lat {
+		all[i] = ms(d)
+	}
 	out := map[string]any{"pods": *n, "seconds": secs, "errors": errs, "injected": injected,
-		"p50_ms": ms(lat[len(lat)/2]), "p99_ms": ms(lat[len(lat)*99/100])}
+		"p50_ms": ms(lat[len(lat)/2]), "p99_ms": ms(lat[len(lat)*99/100]), "latencies_ms": all}
 	if e, _ := firstErr.Load().(string); e != "" {
 		out["first_error"] = e
 	}

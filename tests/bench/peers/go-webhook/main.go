@@ -810,6 +810,8 @@ func main() {
 	cert := flag.String("cert", "tls.crt", "serving certificate (PEM)")
 	key := flag.String("key", "tls.key", "private key (PEM)")
 	cluster := flag.String("cluster-name", os.Getenv("CLUSTER_NAME"), "cluster name")
+	http1 := flag.Bool("http1", false, "serve HTTP/1.1 only, as kubebuilder's scaffold does by "+
+		"default (HTTP/2 off for the Rapid Reset CVEs)")
 	flag.Parse()
 	domain := os.Getenv("KUBERNETES_CLUSTER_DOMAIN")
 	if domain == "" {
@@ -827,6 +829,10 @@ func main() {
 		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       10 * time.Second,
+	}
+	if *http1 {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
 	}
 	log.Printf("serving on %s (cluster %q)", *addr, *cluster)
 	log.Fatal(srv.ListenAndServeTLS(*cert, *key))
