@@ -55,7 +55,8 @@ struct wh_server_deps {
      * with what this returns for the request's body, without admitting:
      * the transport alone, or a webhook that costs nothing. It returns 0
      * and new malloc'd bytes in *ret (the server frees them), or negative
-     * to drop the connection. NULL in the product. */
+     * to drop the connection; it runs on the server's threads, several at
+     * once. NULL in the product. */
     int (*canned)(void *ud, const char *body, size_t len, char **ret, size_t *ret_len);
     void *canned_ud;
 };
