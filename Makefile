@@ -31,10 +31,10 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 # Tests at once: twice the cores. The integration suites mostly wait on the
-# product's own timers (at -j 2 a suite kept 0.8 of one core busy), and every
-# suite holds at twice the cores with a CPU hog per core (make test-repeat):
-# each suite's wall time halves (release 285 -> 129 s, ASan 305 -> 157 s,
-# TSan 297 -> 158 s on 2 cores).
+# product's own timers (at -j 2 a suite kept 0.8 of one core busy); the
+# release suites hold at twice the cores with a CPU hog per core (make
+# test-repeat). Each suite's wall time halves (release 285 -> 129 s, ASan
+# 305 -> 157 s, TSan 297 -> 158 s on 2 cores).
 CTEST_JOBS ?= $(shell echo $$((2 * $(JOBS))))
 CTEST_ARGS ?= --output-on-failure -j $(CTEST_JOBS)
 
