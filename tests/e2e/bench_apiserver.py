@@ -57,9 +57,12 @@ alone: nothing else watches pods.
 import argparse
 import base64
 import copy
+import http.client
 import json
 import os
 import re
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -72,6 +75,7 @@ sys.path.insert(0, HERE)
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 import grpc  # noqa: E402
+import jsonpatch  # noqa: E402
 from opentelemetry.proto.collector.trace.v1 import (trace_service_pb2,  # noqa: E402
                                                      trace_service_pb2_grpc)
 
@@ -264,6 +268,18 @@ def clear(api, namespaces):
                 len(left), ns, json.dumps(left[0]["metadata"])[:600]))
 
 
+def our_bin(name):
+    return os.path.join(os.environ.get("MLD_BIN_DIR", os.path.join(ROOT, "build", "bin")), name)
+
+
+def serve(name, argv, port, log_dir):
+    """Start a webhook server and wait until it listens on port."""
+    p = Proc(name, argv, log_dir).start()
+    wait_until(lambda: socket.create_connection(("127.0.0.1", port), 1).close() or True,
+               30, name + " listening")
+    return p
+
+
 def go_peer(work, log_dir, http1=False):
     """The Go peer; with http1, HTTP/1.1 only, as kubebuilder's scaffold
     serves webhooks by default (HTTP/2 off since the Rapid Reset CVEs)."""
@@ -278,12 +294,9 @@ def go_peer(work, log_dir, http1=False):
     ca = make_ca(work, name + "-ca", name + "-ca")
     crt, key = make_leaf(work, name, ca, name, sans=["IP:127.0.0.1"])
     port = free_port()
-    p = Proc(name, [out, "-addr", "127.0.0.1:%d" % port, "-cert", crt, "-key", key,
-                    "-cluster-name", "e2e-cluster"] + (["-http1"] if http1 else []),
-             log_dir).start()
-    import socket
-    wait_until(lambda: socket.create_connection(("127.0.0.1", port), 1).close() or True,
-               30, name + " listening")
+    p = serve(name, [out, "-addr", "127.0.0.1:%d" % port, "-cert", crt, "-key", key,
+                     "-cluster-name", "e2e-cluster"] + (["-http1"] if http1 else []),
+              port, log_dir)
     return p, port, ca[0]
 
 
@@ -309,14 +322,9 @@ def our_webhook(work, log_dir):
     ca = make_ca(work, "wh-ca", "webhook-ca")
     crt, key = make_leaf(work, "wh", ca, "webhook", sans=["IP:127.0.0.1"])
     port = free_port()
-    exe = os.path.join(os.environ.get("MLD_BIN_DIR", os.path.join(ROOT, "build", "bin")),
-                       "mldiagnostics-webhook")
-    p = Proc("webhook", [exe, "--standalone", "--bind-address", "127.0.0.1", "--port",
-                         str(port), "--tls-cert-file", crt, "--tls-key-file", key,
-                         "--cluster-name", "e2e-cluster"], log_dir).start()
-    import socket
-    wait_until(lambda: socket.create_connection(("127.0.0.1", port), 1).close() or True,
-               30, "webhook listening")
+    p = serve("webhook", [our_bin("mldiagnostics-webhook"), "--standalone", "--bind-address",
+                          "127.0.0.1", "--port", str(port), "--tls-cert-file", crt,
+                          "--tls-key-file", key, "--cluster-name", "e2e-cluster"], port, log_dir)
     return p, port, ca[0]
 
 
@@ -335,8 +343,6 @@ def admission_object(api, pod):
 
 def ask(port, ca_file, obj):
     """Our webhook's answer to the API server's review of obj (a dict)."""
-    import http.client
-    import ssl
     review = {"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1",
               "request": {"uid": "bench-oracle",
                           "kind": {"group": "", "version": "v1", "kind": "Pod"},
@@ -358,28 +364,6 @@ def ask(port, ca_file, obj):
     return body
 
 
-def apply_ops(doc, ops):
-    """RFC 6902 add/replace (all our patch uses) on a copy of doc."""
-    doc = copy.deepcopy(doc)
-    for op in ops:
-        if op["op"] not in ("add", "replace"):
-            raise RuntimeError("oracle: unexpected operation %s" % op)
-        keys = [k.replace("~1", "/").replace("~0", "~") for k in op["path"].split("/")[1:]]
-        parent = doc
-        for k in keys[:-1]:
-            parent = parent[int(k)] if isinstance(parent, list) else parent[k]
-        last = keys[-1]
-        if isinstance(parent, list):
-            i = len(parent) if last == "-" else int(last)
-            if op["op"] == "add":
-                parent.insert(i, op["value"])
-            else:
-                parent[i] = op["value"]
-        else:
-            parent[last] = op["value"]
-    return doc
-
-
 def oracles(work, log_dir, api, pod, our_port, our_ca):
     """Two canned webhooks that cost nothing and make our change to the bench
     pod: "oracle" answers our webhook's own patch, "oracle-spec" the same
@@ -389,12 +373,10 @@ def oracles(work, log_dir, api, pod, our_port, our_ca):
     obj = admission_object(api, pod)
     answer = ask(our_port, our_ca, obj)
     ops = json.loads(base64.b64decode(answer["response"]["patch"]))
-    after = apply_ops(obj, ops)
+    after = jsonpatch.apply_patch(obj, ops)
     whole = [{"op": "replace", "path": "/spec", "value": after["spec"]},
              {"op": "add", "path": "/metadata/annotations",
               "value": after["metadata"]["annotations"]}]
-    exe = os.path.join(os.environ.get("MLD_BIN_DIR", os.path.join(ROOT, "build", "bin")),
-                       "canned_webhook")
     ca = make_ca(work, "oracle-ca", "oracle-ca")
     crt, key = make_leaf(work, "oracle", ca, "oracle", sans=["IP:127.0.0.1"])
     out = []
@@ -407,12 +389,10 @@ def oracles(work, log_dir, api, pod, our_port, our_ca):
         with open(path, "w") as f:
             json.dump(resp, f, separators=(",", ":"))
         port = free_port()
-        p = Proc(name, [exe, path, "--bind-address", "127.0.0.1", "--port", str(port),
-                        "--tls-cert-file", crt, "--tls-key-file", key], log_dir).start()
-        import socket
-        wait_until(lambda: socket.create_connection(("127.0.0.1", port), 1).close() or True,
-                   30, name + " listening")
-        out.append((name, p, "https://127.0.0.1:%d/mutate" % port, len(patch)))
+        p = serve(name, [our_bin("canned_webhook"), path, "--bind-address", "127.0.0.1",
+                         "--port", str(port), "--tls-cert-file", crt, "--tls-key-file", key],
+                  port, log_dir)
+        out.append((name, p, "https://127.0.0.1:%d/mutate" % port))
     return out, ca[0]
 
 
@@ -437,7 +417,7 @@ def run_level(a, cp, api, rx, burster, arms, namespaces, ours, clients):
     rounds = max(1, a.pods // per_round)
     for k in range(rounds):
         for i in range(len(arms)):
-            arm, url, _, arm_pod = arms[(i + k) % len(arms)]
+            arm, _, _, arm_pod = arms[(i + k) % len(arms)]
             mark = os.path.getsize(ours.log_path)
             b = burst(cp, burster, arm_pod, per_round, clients, arm_ns(arm))
             x = acc[arm]
@@ -559,10 +539,10 @@ def main():
             canned, oracle_ca = oracles(work, cp.logs, api, pod, our_port, our_ca_file)
             with open(oracle_ca, "rb") as f:
                 oracle_ca_pem = f.read()
-            for name, p, url, _ in canned:
+            for name, p, url in canned:
                 procs.append(p)
                 arms.append((name, url, oracle_ca_pem, pod_file))
-            make_namespaces(api, [arm_ns(name) for name, _, _, _ in canned])
+            make_namespaces(api, [arm_ns(name) for name, _, _ in canned])
         namespaces = [arm_ns(arm) for arm, _, _, _ in arms]
         for arm, url, ca, _ in arms:
             if url:
